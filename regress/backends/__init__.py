@@ -1,0 +1,86 @@
+"""Backends, registered as lazily-importing factories so `import regress` never loads torch."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from regress.backends.base import Backend, Progress
+from regress.errors import BadInput
+from regress.requests import AnyResult, Request
+
+# name -> "module:factory"; the module is imported only when the backend is used.
+_FACTORIES: dict[str, str] = {
+    "llama_cpp": "regress.backends.llama_cpp:LlamaCppBackend",
+    "hf": "regress.backends.hf:HFBackend",
+    "openai": "regress.backends.openai:OpenAIBackend",
+}
+
+BACKENDS = tuple(_FACTORIES)
+
+__all__ = ["BACKENDS", "Backend", "Progress", "dispatch", "load_backend", "parse_model_args"]
+
+
+def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None) -> Backend:
+    """Build backend `name` for `model` (a path or packaged short name) with `model_args`."""
+    if name not in _FACTORIES:
+        raise BadInput(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
+    module_name, attr = _FACTORIES[name].split(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    try:
+        return factory(model, **(model_args or {}))
+    except TypeError as exc:
+        if "unexpected keyword argument" not in str(exc):
+            raise
+        raise BadInput(
+            f"--model-args: {name} backend does not take {exc}".replace(
+                f"{attr}.__init__() got an unexpected keyword argument ", ""
+            )
+        ) from exc
+
+
+def parse_model_args(text: str | None) -> dict[str, Any]:
+    """Parse lm-eval style `k=v,k2=v2` into typed values (int, float, bool, str)."""
+    args: dict[str, Any] = {}
+    if not text:
+        return args
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise BadInput(f"--model-args: expected key=value, got {part!r}")
+        key, value = (s.strip() for s in part.split("=", 1))
+        args[key] = _typed(value)
+    return args
+
+
+def _typed(value: str) -> Any:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def dispatch(
+    backend: Backend, requests: Sequence[Request], progress: Progress | None = None
+) -> list[AnyResult]:
+    """Send requests to the backend, one call per request kind; results in request order."""
+    results: list[AnyResult | None] = [None] * len(requests)
+    by_kind: dict[str, list[int]] = {}
+    for i, request in enumerate(requests):
+        by_kind.setdefault(request.kind, []).append(i)
+    methods: dict[str, Callable[..., list[Any]]] = {
+        "loglikelihood": backend.loglikelihood,
+        "loglikelihood_rolling": backend.loglikelihood_rolling,
+        "generate_until": backend.generate,
+    }
+    for kind, indices in by_kind.items():
+        answers = methods[kind]([requests[i] for i in indices], progress)
+        for i, answer in zip(indices, answers, strict=True):
+            results[i] = answer
+    return results  # type: ignore[return-value]

@@ -1,0 +1,428 @@
+"""Hugging Face transformers backend: lm-eval's `hf` model semantics on a local folder or GGUF.
+
+A GGUF file is dequantised once by transformers and kept as an ordinary HF folder under
+`~/.cache/regress/hf/<sha256 of the GGUF>/`, so later loads take under a second instead of
+15-20 s and can never be stale.
+
+Results never depend on how requests are batched: every input is right-padded to a multiple
+of `_PAD_MULTIPLE` tokens whether it runs alone or with others, because CPU float32 attention
+over a different padded length changes log-probs in the fifth decimal.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+import transformers
+
+from regress.backends.base import Progress
+from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
+from regress.errors import BadInput, RunFailed
+from regress.models import check_gguf, file_sha256, resolve_model_path
+from regress.requests import (
+    FailedResult,
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingResult,
+)
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_MAX_LENGTH_CAP = 2048
+_PAD_MULTIPLE = 32
+_AUTO_BATCH_MAX = 64
+_AUTO_MEMORY_SHARE = 0.25
+"""Share of the memory available at load time that one `auto` batch may use."""
+_WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin", "*.pt", "*.pth")
+
+
+class HFBackend:
+    """A causal LM run by transformers, answering lm-eval's three request kinds."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dtype: str = "float32",
+        batch_size: int | str = 1,
+        max_length: int | None = None,
+        add_bos_token: bool | None = None,
+        device: str = "cpu",
+        trust_remote_code: bool = False,
+        threads: int | None = None,
+    ) -> None:
+        """Load `model` (HF folder, .gguf file or packaged short name).
+
+        `add_bos_token=None` follows lm-eval 0.4.13: BOS exactly when the tokenizer adds it by
+        default (Gemma, Llama 3), never for GPT-2 style tokenizers (SmolLM2).
+        """
+        if dtype not in _DTYPES:
+            raise BadInput(f"hf: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+        if batch_size != "auto" and not (isinstance(batch_size, int) and batch_size > 0):
+            raise BadInput(
+                f"hf: batch_size must be a positive integer or 'auto', got {batch_size!r}"
+            )
+        if threads is not None:
+            torch.set_num_threads(threads)
+        # CPU kernels are deterministic already; this warns if one that is not gets used.
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        transformers.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+
+        self._dtype_name = dtype
+        self._device = torch.device(device)
+        self._batch_size = batch_size
+        folder = _model_folder(resolve_model_path(model))
+        self.tokenizer, self.model = _load(folder, _DTYPES[dtype], trust_remote_code)
+        self.model.to(self._device).eval()
+        self.max_length = max_length or min(_model_positions(self.model.config), _MAX_LENGTH_CAP)
+        self.add_bos_token = (
+            _tokenizer_adds_bos(self.tokenizer) if add_bos_token is None else add_bos_token
+        )
+        self._available_memory = psutil.virtual_memory().available
+
+    @property
+    def prefix_token_id(self) -> int:
+        """Token standing for an empty context (lm-eval: BOS when the vocab has one, else EOS)."""
+        bos = self.tokenizer.bos_token_id
+        return bos if bos is not None else self.tokenizer.eos_token_id
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult | FailedResult]:
+        """Summed log-prob of each continuation and whether greedy decoding reproduces it."""
+        results: list[LoglikelihoodResult | FailedResult | None] = [None] * len(requests)
+        windows: list[Window] = []
+        owners: list[int] = []
+        contexts: dict[int, int] = {}
+        for i, request in enumerate(requests):
+            # lm-eval encodes a continuation after an empty context without special tokens.
+            encode = self._encode if request.context else self._encode_plain
+            context_ids, continuation_ids = encode_pair(
+                encode, request.context, request.continuation, self.prefix_token_id
+            )
+            # A context of only spaces encodes to nothing: the prefix token stands in for it.
+            context_ids = context_ids or [self.prefix_token_id]
+            try:
+                windows.append(fit_window(context_ids, continuation_ids, self.max_length))
+            except ValueError as exc:
+                results[i] = FailedResult("error", str(exc))
+                continue
+            owners.append(i)
+            contexts[i] = len(context_ids)
+        if progress and len(owners) < len(requests):
+            progress(len(requests) - len(owners))
+        scores = self._score_windows(windows, owners, progress)
+        for i, window, (logprob, greedy) in zip(owners, windows, scores, strict=True):
+            results[i] = LoglikelihoodResult(
+                logprob=logprob,
+                is_greedy=greedy,
+                n_tokens=len(window.targets),
+                n_context_tokens=contexts[i],
+                truncated=window.truncated,
+            )
+        return [r for r in results if r is not None]
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingResult | FailedResult]:
+        """log P(text) of each text, in disjoint windows of `max_length` tokens."""
+        windows: list[Window] = []
+        owners: list[int] = []
+        for i, request in enumerate(requests):
+            # The prefix token already plays BOS's part for the first window.
+            for window in rolling_windows(
+                self._encode_plain(request.text), self.prefix_token_id, self.max_length
+            ):
+                windows.append(window)
+                owners.append(i)
+        if progress and (empty := len(requests) - len(set(owners))):
+            progress(empty)
+        totals = [0.0] * len(requests)
+        counts = [0] * len(requests)
+        for i, window, (logprob, _) in zip(
+            owners, windows, self._score_windows(windows, owners, progress), strict=True
+        ):
+            totals[i] += logprob
+            counts[i] += len(window.targets)
+        return [RollingResult(logprob=t, n_tokens=n) for t, n in zip(totals, counts, strict=True)]
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: Progress | None = None
+    ) -> list[GenerateResult]:
+        """Generate for each request alone (batching would change padding and so the text)."""
+        results: list[GenerateResult] = []
+        for request in requests:
+            results.append(self._generate_one(request))
+            if progress:
+                progress(1)
+        return results
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Backend versions and every load setting that can change a log-prob."""
+        return {
+            "name": self.name,
+            "version": transformers.__version__,
+            "torch": torch.__version__,
+            "params": {
+                "dtype": self._dtype_name,
+                "max_length": self.max_length,
+                "batch_size": self._batch_size,
+                "add_bos_token": self.add_bos_token,
+                "device": str(self._device),
+                "threads": torch.get_num_threads(),
+                "pad_multiple": _PAD_MULTIPLE,
+            },
+        }
+
+    def close(self) -> None:
+        """Release the model's memory."""
+        del self.model
+        gc.collect()
+
+    def _encode_plain(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    def _encode(self, text: str) -> list[int]:
+        ids = self._encode_plain(text)
+        bos = self.tokenizer.bos_token
+        # Like lm-eval, a prompt that already starts with the BOS text gets no second BOS.
+        if self.add_bos_token and not (bos and text.startswith(bos)):
+            return [self.tokenizer.bos_token_id, *ids]
+        return ids
+
+    def _score_windows(
+        self, windows: Sequence[Window], owners: Sequence[int], progress: Progress | None
+    ) -> list[tuple[float, bool]]:
+        """(summed log-prob, all targets greedy) per window, one forward per distinct input.
+
+        Windows with the same input tokens share one forward pass and read their targets from
+        its last positions: this covers lm-eval's one-token continuations of a shared context
+        (their input is exactly the context) and any other exact repeat.
+        """
+        by_input: dict[tuple[int, ...], list[int]] = {}
+        remaining: dict[int, int] = {}
+        for w, window in enumerate(windows):
+            # An empty continuation scores 0.0 without a forward pass, as in lm-eval.
+            if window.targets:
+                by_input.setdefault(tuple(window.input_ids), []).append(w)
+                remaining[owners[w]] = remaining.get(owners[w], 0) + 1
+        if progress and (done := len(set(owners)) - len(remaining)):
+            progress(done)
+        scores: list[tuple[float, bool]] = [(0.0, True)] * len(windows)
+        for batch in self._batches(list(by_input)):
+            logits = self._forward(batch)
+            finished = 0
+            for row, inputs in enumerate(batch):
+                for w in by_input[inputs]:
+                    scores[w] = _score(logits[row], len(inputs), windows[w].targets)
+                    remaining[owners[w]] -= 1
+                    finished += remaining[owners[w]] == 0
+            if progress and finished:
+                progress(finished)
+        return scores
+
+    def _batches(self, inputs: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
+        """Longest first (like lm-eval's Collator); a batch never mixes padded lengths."""
+        inputs = sorted(inputs, key=len, reverse=True)
+        batches: list[list[tuple[int, ...]]] = []
+        for item in inputs:
+            padded = _padded_length(len(item))
+            last = batches[-1] if batches else None
+            if (
+                last is not None
+                and _padded_length(len(last[0])) == padded
+                and len(last) < self._rows_per_batch(padded)
+            ):
+                last.append(item)
+            else:
+                batches.append([item])
+        return batches
+
+    def _rows_per_batch(self, padded_length: int) -> int:
+        if self._batch_size != "auto":
+            return int(self._batch_size)
+        # Logits (vocab floats per position) dominate; hidden states add a little per layer.
+        hidden = getattr(self.model.config, "hidden_size", 4096)
+        per_token = 4 * (len(self.tokenizer) + 16 * hidden)
+        budget = self._available_memory * _AUTO_MEMORY_SHARE
+        return max(1, min(_AUTO_BATCH_MAX, int(budget // (padded_length * per_token))))
+
+    def _forward(self, batch: Sequence[tuple[int, ...]]) -> torch.Tensor:
+        """Logits [rows, padded length, vocab] in float32 for right-padded inputs."""
+        length = _padded_length(len(batch[0]))
+        input_ids = torch.full((len(batch), length), self._pad_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), length), dtype=torch.long)
+        for row, inputs in enumerate(batch):
+            input_ids[row, : len(inputs)] = torch.tensor(inputs)
+            attention[row, : len(inputs)] = 1
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=input_ids.to(self._device), attention_mask=attention.to(self._device)
+            )
+        return out.logits.float()
+
+    @property
+    def _pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return pad if pad is not None else self.prefix_token_id
+
+    def _generate_one(self, request: GenerateRequest) -> GenerateResult:
+        ids = self._encode(request.context)
+        # Leave room for the answer by cutting the prompt on the left, as lm-eval does.
+        ids = ids[-max(1, self.max_length - request.max_tokens) :]
+        sampling = request.temperature > 0
+        config = transformers.GenerationConfig(
+            max_new_tokens=request.max_tokens,
+            do_sample=sampling,
+            temperature=request.temperature if sampling else None,
+            top_p=request.top_p if sampling else None,
+            top_k=0 if sampling else None,
+            eos_token_id=self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id,
+            pad_token_id=self._pad_id,
+            stop_strings=list(request.until) or None,
+        )
+        inputs = torch.tensor([ids], device=self._device)
+        rng_devices = [self._device] if self._device.type == "cuda" else []
+        with torch.inference_mode(), torch.random.fork_rng(devices=rng_devices):
+            # A private RNG stream seeded by the request: same seed, same sample, whatever
+            # ran before it.
+            torch.manual_seed(request.seed)
+            out = self.model.generate(
+                inputs,
+                attention_mask=torch.ones_like(inputs),
+                generation_config=config,
+                tokenizer=self.tokenizer,
+            )
+        new = out[0, len(ids) :].tolist()
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        return GenerateResult(
+            text=_cut_at_stop(text, request.until), n_tokens=len(new), n_context_tokens=len(ids)
+        )
+
+
+def _score(logits: torch.Tensor, n_inputs: int, targets: Sequence[int]) -> tuple[float, bool]:
+    """Summed log-prob (float64) of `targets`, predicted by the last positions of the inputs."""
+    if not targets:
+        return 0.0, True
+    rows = logits[n_inputs - len(targets) : n_inputs]
+    logprobs = torch.log_softmax(rows, dim=-1)
+    target = torch.tensor(targets, device=rows.device)
+    picked = logprobs.gather(1, target.unsqueeze(1)).squeeze(1)
+    greedy = bool((rows.argmax(dim=-1) == target).all())
+    return float(picked.double().sum()), greedy
+
+
+def _padded_length(n: int) -> int:
+    return -(-n // _PAD_MULTIPLE) * _PAD_MULTIPLE
+
+
+def _cut_at_stop(text: str, until: Sequence[str]) -> str:
+    """Text before the first occurrence of any stop string."""
+    cut = min((i for s in until if s and (i := text.find(s)) >= 0), default=len(text))
+    return text[:cut]
+
+
+def _tokenizer_adds_bos(tokenizer: Any) -> bool:
+    bos = tokenizer.bos_token_id
+    return bos is not None and tokenizer("x").input_ids[:1] == [bos]
+
+
+def _model_positions(config: Any) -> int:
+    """The model's longest context, read like lm-eval does (multimodal models nest it)."""
+    for cfg in (config, getattr(config, "text_config", None)):
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            value = getattr(cfg, attr, None)
+            if isinstance(value, int) and value > 0:
+                return value
+    return _MAX_LENGTH_CAP
+
+
+def _model_folder(path: Path) -> Path:
+    """The HF folder to load: `path` itself, or the cached dequantised copy of a GGUF."""
+    if path.is_file():
+        check_gguf(path)
+        return _gguf_folder(path)
+    if not (path / "config.json").is_file():
+        raise BadInput(f"{path}: not a Hugging Face model folder (no config.json)")
+    if not any(next(path.glob(pattern), None) for pattern in _WEIGHT_GLOBS):
+        raise BadInput(
+            f"{path}: Hugging Face model folder without weights "
+            "(no *.safetensors or pytorch_model.bin)"
+        )
+    return path
+
+
+def _load(folder: Path, dtype: torch.dtype, trust_remote_code: bool) -> tuple[Any, Any]:
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(
+            folder, trust_remote_code=trust_remote_code
+        )
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise RunFailed(f"cannot load {folder} with transformers: {_first_line(exc)}") from exc
+    return tokenizer, model
+
+
+def _cache_root() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "regress" / "hf"
+
+
+def _gguf_folder(gguf: Path) -> Path:
+    """Dequantise `gguf` into an HF folder once, cached by the file's sha256."""
+    folder = _cache_root() / file_sha256(gguf)
+    if (folder / "config.json").is_file():
+        return folder
+    building: Path | None = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
+        _dequantise(gguf, building)
+        # A rename is atomic: a half-written folder is never mistaken for the cache.
+        building.rename(folder)
+    except OSError as exc:
+        # Losing the rename race to another process that built the same folder is fine.
+        if not (folder / "config.json").is_file():
+            raise RunFailed(f"cannot cache the dequantised {gguf.name} in {folder}: {exc}") from exc
+    finally:
+        if building is not None:
+            shutil.rmtree(building, ignore_errors=True)
+    return folder
+
+
+def _dequantise(gguf: Path, out: Path) -> None:
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        loaded = transformers.AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+        )
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise RunFailed(f"cannot load {gguf} with transformers: {_first_line(exc)}") from exc
+    # A GGUF-loaded model refuses save_pretrained ("not serializable"); a fresh model built
+    # from the same config without the quantization entry saves fine.
+    config = loaded.config
+    del config.quantization_config
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,268 @@
+"""llama.cpp in-process through llama-cpp-python: the default backend.
+
+Requests are scored in an order that puts shared token prefixes next to each other (the
+few-shot block of an MMLU subject, the context shared by a question's choices); each one
+rewinds the KV cache to the prefix it shares with what is already evaluated and evaluates
+only the rest. Logits are computed only at the positions that are scored (llama.cpp's
+per-token output flag) rather than for every token (`logits_all`), which skips most of the
+vocabulary head's work and its n_ctx x vocab buffer. Scored logits inside a shared prefix
+are kept from the earlier pass, since a causal model's logits at position i depend only on
+tokens 0..i.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from regress.backends.base import Progress
+from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
+from regress.errors import BadInput, RunFailed
+from regress.models import check_gguf, model_info, resolve_model_path
+from regress.requests import (
+    FailedResult,
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingResult,
+)
+
+
+class LlamaCppBackend:
+    """A GGUF model loaded in-process. Deterministic: same inputs, same floats."""
+
+    name = "llama_cpp"
+
+    def __init__(
+        self,
+        model: str,
+        n_ctx: int = 2048,
+        threads: int | None = None,
+        n_batch: int = 512,
+        prefix_reuse: bool | None = None,
+        add_bos_token: bool | None = None,
+    ) -> None:
+        import llama_cpp
+
+        path = resolve_model_path(model)
+        if path.is_dir():
+            raise BadInput(f"{path} is a folder; the llama_cpp backend needs a .gguf file")
+        check_gguf(path)
+        train_ctx = model_info(str(path)).context_length
+        if train_ctx and n_ctx > train_ctx:
+            raise BadInput(f"n_ctx {n_ctx} exceeds {path.name}'s training context of {train_ctx}")
+        self._path: Path = path
+        self.n_ctx = n_ctx
+        self.threads = threads or os.cpu_count() or 1
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                n_batch=n_batch,
+                logits_all=False,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise RunFailed(f"llama.cpp could not load {path}: {exc}") from exc
+        meta = self._llm.metadata
+        arch = meta.get("general.architecture", "")
+        # Sliding-window attention makes a reused prefix score differently from a full
+        # pass (measured on Gemma 3), so reuse stays off there unless asked for.
+        sliding = f"{arch}.attention.sliding_window" in meta
+        self.prefix_reuse = (not sliding) if prefix_reuse is None else prefix_reuse
+        self.add_bos = (
+            meta.get("tokenizer.ggml.add_bos_token", "false") == "true"
+            if add_bos_token is None
+            else add_bos_token
+        )
+        bos, eos = self._llm.token_bos(), self._llm.token_eos()
+        self._prefix_token = bos if bos >= 0 else eos
+        self._version = llama_cpp.__version__
+        self._system_info = llama_cpp.llama_print_system_info().decode(errors="replace")
+        self.n_batch = n_batch
+        self._n_vocab = self._llm.n_vocab()
+        self._rows: dict[int, np.ndarray] = {}
+        """Logits kept for scored positions of the tokens now in the KV cache."""
+        self.tokens_evaluated = 0
+        """Tokens actually run through the model (a measure of prefix reuse)."""
+
+    # -- tokenisation ------------------------------------------------------------------
+    def _encode(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def _window(self, request: LoglikelihoodRequest) -> Window:
+        context_ids, continuation_ids = encode_pair(
+            self._encode, request.context, request.continuation, self._prefix_token
+        )
+        if self.add_bos and request.context:
+            context_ids = [self._prefix_token, *context_ids]
+        return fit_window(context_ids, continuation_ids, self.n_ctx)
+
+    # -- scoring -------------------------------------------------------------------------
+    def _decode(self, tokens: list[int], n_past: int, wanted: set[int]) -> None:
+        """Evaluate `tokens` at positions n_past.. and keep the logits of `wanted` positions."""
+        import llama_cpp
+
+        llm = self._llm
+        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        batch = llm._batch.batch
+        for start in range(0, len(tokens), self.n_batch):
+            chunk = tokens[start : start + self.n_batch]
+            outputs = []
+            batch.n_tokens = len(chunk)
+            for i, token in enumerate(chunk):
+                pos = n_past + start + i
+                batch.token[i] = token
+                batch.pos[i] = pos
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = pos in wanted
+                if pos in wanted:
+                    outputs.append((i, pos))
+            llm._ctx.decode(llm._batch)
+            for i, pos in outputs:
+                pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, i)
+                self._rows[pos] = np.ctypeslib.as_array(pointer, shape=(self._n_vocab,)).copy()
+        llm.input_ids[n_past : n_past + len(tokens)] = tokens
+        llm.n_tokens = n_past + len(tokens)
+        self.tokens_evaluated += len(tokens)
+
+    def _logits(self, input_ids: list[int], scored: range) -> np.ndarray:
+        """Logits at the `scored` positions of `input_ids`, reusing the cached prefix."""
+        llm = self._llm
+        shared = 0
+        if self.prefix_reuse:
+            cached = llm.input_ids[: llm.n_tokens]
+            limit = min(len(cached), len(input_ids))
+            mismatch = np.flatnonzero(cached[:limit] != np.asarray(input_ids[:limit]))
+            shared = int(mismatch[0]) if mismatch.size else limit
+            # A scored position inside the shared prefix whose logits were never kept
+            # forces a rewind to it.
+            shared = min([p for p in scored if p < shared and p not in self._rows], default=shared)
+        self._rows = {p: row for p, row in self._rows.items() if p < shared}
+        if shared < len(input_ids):
+            self._decode(input_ids[shared:], shared, set(scored))
+        else:
+            llm.n_tokens = shared
+        return np.stack([self._rows[p] for p in scored])
+
+    def _score(self, window: Window) -> tuple[float, bool]:
+        start = len(window.input_ids) - len(window.targets)
+        rows = self._logits(window.input_ids, range(start, len(window.input_ids)))
+        rows = rows.astype(np.float64)
+        top = rows.max(axis=1)
+        log_z = np.log(np.exp(rows - top[:, None]).sum(axis=1)) + top
+        targets = np.asarray(window.targets)
+        picked = rows[np.arange(len(targets)), targets] - log_z
+        greedy = bool((rows.argmax(axis=1) == targets).all())
+        return float(picked.sum()), greedy
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult | FailedResult]:
+        """Summed log P(continuation | context) and is_greedy, in request order."""
+        results: list[LoglikelihoodResult | FailedResult | None] = [None] * len(requests)
+        windows: list[tuple[int, Window]] = []
+        for i, request in enumerate(requests):
+            try:
+                windows.append((i, self._window(request)))
+            except ValueError as exc:
+                results[i] = FailedResult("error", str(exc))
+        # Lexicographic token order puts requests sharing a prefix side by side.
+        windows.sort(key=lambda item: item[1].input_ids)
+        for i, window in windows:
+            logprob, greedy = self._score(window)
+            results[i] = LoglikelihoodResult(
+                logprob=logprob,
+                is_greedy=greedy,
+                n_tokens=len(window.targets),
+                n_context_tokens=len(window.input_ids) - len(window.targets) + 1,
+                truncated=window.truncated,
+            )
+            if progress:
+                progress(1)
+        if progress and len(windows) < len(requests):
+            progress(len(requests) - len(windows))
+        return results  # type: ignore[return-value]
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingResult]:
+        """log P(text) over disjoint windows of n_ctx tokens (lm-eval's rolling scheme)."""
+        results = []
+        for request in requests:
+            ids = self._encode(request.text)
+            total = sum(
+                self._score(w)[0] for w in rolling_windows(ids, self._prefix_token, self.n_ctx)
+            )
+            results.append(RollingResult(logprob=total, n_tokens=len(ids)))
+            if progress:
+                progress(1)
+        return results
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: Progress | None = None
+    ) -> list[GenerateResult | FailedResult]:
+        """Greedy (temperature 0) or temperature/top-p sampling, stopped at `until`."""
+        results: list[GenerateResult | FailedResult] = []
+        for request in requests:
+            n_prompt = len(self._encode(request.context))
+            if n_prompt + request.max_tokens > self.n_ctx:
+                results.append(
+                    FailedResult(
+                        "truncated",
+                        f"prompt of {n_prompt} tokens + {request.max_tokens} new exceeds "
+                        f"n_ctx {self.n_ctx}",
+                    )
+                )
+            else:
+                self._rows = {}  # generation re-evaluates the cache on its own
+                out = self._llm.create_completion(
+                    request.context,
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    top_p=request.top_p,
+                    top_k=0,
+                    min_p=0.0,
+                    repeat_penalty=1.0,
+                    stop=list(request.until) or None,
+                    seed=request.seed,
+                )
+                usage = out["usage"]
+                results.append(
+                    GenerateResult(
+                        text=out["choices"][0]["text"],
+                        n_tokens=usage["completion_tokens"],
+                        n_context_tokens=usage["prompt_tokens"],
+                    )
+                )
+            if progress:
+                progress(1)
+        return results
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Version, load parameters and CPU build features: all can change log-probs."""
+        return {
+            "name": self.name,
+            "version": self._version,
+            "params": {
+                "n_ctx": self.n_ctx,
+                "threads": self.threads,
+                "n_batch": self.n_batch,
+                "add_bos_token": self.add_bos,
+                "prefix_reuse": self.prefix_reuse,
+            },
+            "build": {"system_info": self._system_info},
+        }
+
+    def close(self) -> None:
+        """Free the model and its context now rather than at garbage collection."""
+        self._llm.close()

@@ -1,0 +1,451 @@
+"""OpenAI-compatible server backend (vLLM, llama-cpp-python's server, Ollama, ...).
+
+The server tokenises. Log-likelihoods come from the completions endpoint with `echo=True`:
+the server scores the whole prompt `context + continuation` and the continuation's tokens are
+those whose text offset lies at or past the end of the context, as lm-eval's
+`local-completions` does. Before the first scoring call the backend checks, once, that the
+server really returns prompt log-probs and that they line up with its tokens: some servers
+return none (llama.cpp's own llama-server), and llama-cpp-python's server returns them shifted
+by one position for models without a BOS token (abetlen/llama-cpp-python#1983). Either would
+otherwise give plausible-looking but wrong numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from regress.backends.base import Progress
+from regress.errors import BadInput, RunFailed
+from regress.requests import (
+    FailedResult,
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingResult,
+)
+
+_PROBE = "The capital of France is"
+_PROBE_TOLERANCE = 0.1
+"""Echoed vs generated log-prob of one token; servers may compute the two on different kernels
+(prefill vs decode), a misaligned echo is off by whole nats."""
+_BACKOFF_BASE_S = 0.5
+_BACKOFF_CAP_S = 30.0
+
+Req = TypeVar("Req")
+Res = TypeVar("Res")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One echoed token: its text offset, text, log-prob and the top alternatives' log-probs."""
+
+    offset: int
+    token: str
+    logprob: float | None
+    top: dict[str, float] | None
+
+
+class OpenAIBackend:
+    """A model behind an OpenAI-compatible HTTP server."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        model_name: str | None = None,
+        api_key_env: str | None = None,
+        timeout: float = 300.0,
+        max_retries: int = 3,
+        concurrency: int = 4,
+        chat: bool = True,
+    ) -> None:
+        """Connect to the server at `base_url` (e.g. http://127.0.0.1:8000/v1).
+
+        `model_name` is sent as the request's `model` (default: `model`); the API key is read
+        from the environment variable `api_key_env` (default OPENAI_API_KEY, optional).
+        Generation uses /chat/completions unless `chat=False`.
+        """
+        if not base_url:
+            raise BadInput(
+                "openai: model_args needs base_url, e.g. base_url=http://127.0.0.1:8000/v1"
+            )
+        if concurrency < 1 or max_retries < 0:
+            raise BadInput("openai: concurrency must be >= 1 and max_retries >= 0")
+        self.base_url = _api_root(base_url)
+        self.model_name = model_name or model
+        self.chat = chat
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._concurrency = concurrency
+        self._echo_checked = False
+        headers = {}
+        if key := _api_key(api_key_env):
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=concurrency),
+        )
+        try:
+            self.served_model = self._served_model()
+        except RunFailed:
+            self._client.close()
+            raise
+        self.server_version = self._server_version()
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult | FailedResult]:
+        """Summed log-prob of each continuation, scored by the server over the whole prompt."""
+        self._check_echo()
+        return self._map(self._loglikelihood_one, requests, progress)
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingResult | FailedResult]:
+        """log P(text) of each text in one echo; the first token has no log-prob and is not
+        counted, and a text longer than the server's context fails (the server says why)."""
+        self._check_echo()
+        return self._map(self._rolling_one, requests, progress)
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: Progress | None = None
+    ) -> list[GenerateResult | FailedResult]:
+        """Generate through /chat/completions (or /completions when chat=False)."""
+        return self._map(self._generate_one, requests, progress)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The server and model that answered, and the settings that change results."""
+        return {
+            "name": self.name,
+            "version": self.server_version or "unknown",
+            "params": {
+                "base_url": self.base_url,
+                "model": self.model_name,
+                "served_model": self.served_model,
+                "chat": self.chat,
+            },
+        }
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def _loglikelihood_one(
+        self, request: LoglikelihoodRequest
+    ) -> LoglikelihoodResult | FailedResult:
+        prompt = request.context + request.continuation
+        answer = self._post("completions", _echo_body(self.model_name, prompt))
+        if isinstance(answer, FailedResult):
+            return answer
+        return _loglikelihood(_echo_entries(answer, prompt, self.base_url), request)
+
+    def _rolling_one(self, request: RollingLoglikelihoodRequest) -> RollingResult | FailedResult:
+        answer = self._post("completions", _echo_body(self.model_name, request.text))
+        if isinstance(answer, FailedResult):
+            return answer
+        scored = [
+            e.logprob
+            for e in _between(
+                _echo_entries(answer, request.text, self.base_url), 0, len(request.text)
+            )
+            if e.logprob is not None
+        ]
+        return RollingResult(logprob=math.fsum(scored), n_tokens=len(scored))
+
+    def _generate_one(self, request: GenerateRequest) -> GenerateResult | FailedResult:
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "seed": request.seed,
+        }
+        if request.until:
+            body["stop"] = list(request.until[:4])  # the OpenAI API takes at most four
+        if self.chat:
+            body["messages"] = [{"role": "user", "content": request.context}]
+        else:
+            body["prompt"] = request.context
+        answer = self._post("chat/completions" if self.chat else "completions", body)
+        if isinstance(answer, FailedResult):
+            return answer
+        choice = answer["choices"][0]
+        message = choice.get("message") or {}
+        if message.get("refusal") or choice.get("finish_reason") == "content_filter":
+            return FailedResult("refused", message.get("refusal") or "content filter")
+        text = (message.get("content") if self.chat else choice.get("text")) or ""
+        usage = answer.get("usage") or {}
+        return GenerateResult(
+            text=_cut_at_stop(text, request.until),
+            n_tokens=usage.get("completion_tokens", 0),
+            n_context_tokens=usage.get("prompt_tokens", 0),
+        )
+
+    def _check_echo(self) -> None:
+        """Refuse a server whose echoed prompt log-probs are missing or misaligned.
+
+        Generate one greedy token after a probe prompt, then echo the prompt with that token
+        appended: the echoed token's log-prob must equal the one the server reported when it
+        generated it.
+        """
+        if self._echo_checked:
+            return
+        generated = self._post(
+            "completions",
+            {
+                "model": self.model_name,
+                "prompt": _PROBE,
+                "max_tokens": 1,
+                "temperature": 0,
+                "logprobs": 1,
+            },
+        )
+        if isinstance(generated, FailedResult):
+            raise RunFailed(f"server at {self.base_url}: {generated.message}")
+        choice = generated["choices"][0]
+        token = choice.get("text") or ""
+        expected = ((choice.get("logprobs") or {}).get("token_logprobs") or [None])[0]
+        if expected is None:
+            raise RunFailed(_no_logprobs(self.base_url))
+        prompt = _PROBE + token
+        echoed = self._post("completions", _echo_body(self.model_name, prompt))
+        if isinstance(echoed, FailedResult):
+            raise RunFailed(f"server at {self.base_url}: {echoed.message}")
+        found = _between(_echo_entries(echoed, prompt, self.base_url), len(_PROBE), len(prompt))
+        # A token that re-tokenises differently inside the prompt cannot be compared.
+        echoed_logprob = found[0].logprob if len(found) == 1 else None
+        if echoed_logprob is not None and abs(echoed_logprob - expected) > _PROBE_TOLERANCE:
+            raise RunFailed(
+                f"server at {self.base_url} returned echoed log-probs that do not line up "
+                f"with its tokens ({found[0].token!r}: {echoed_logprob:.3f} echoed, "
+                f"{expected:.3f} generated); llama-cpp-python's server shifts them by one "
+                "position for models without a BOS token: use vLLM, or the llama_cpp or hf "
+                "backend"
+            )
+        self._echo_checked = True
+
+    def _map(
+        self,
+        one: Callable[[Req], Res],
+        requests: Sequence[Req],
+        progress: Progress | None,
+    ) -> list[Res]:
+        """Run `one` over the requests on `concurrency` threads; results in request order."""
+        results: list[Res | None] = [None] * len(requests)
+        with ThreadPoolExecutor(self._concurrency) as pool:
+            futures = {pool.submit(one, request): i for i, request in enumerate(requests)}
+            try:
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    if progress:
+                        progress(1)
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+        return [r for r in results if r is not None]
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | FailedResult:
+        return self._call("POST", f"{self.base_url}/{path}", body)
+
+    def _call(
+        self, method: str, url: str, body: dict[str, Any] | None = None
+    ) -> dict[str, Any] | FailedResult:
+        """One API call with retries on connection errors, 429 and 5xx (exponential backoff
+        with jitter). A request-level failure comes back typed; a server that rejects every
+        request (401, 403, 404) raises RunFailed."""
+        failure = FailedResult("error", f"no answer from {url}")
+        retry_after: float | None = None
+        for attempt in range(self._max_retries + 1):
+            if attempt:
+                time.sleep(_backoff(attempt, retry_after))
+            try:
+                response = self._client.request(method, url, json=body)
+            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
+                return FailedResult("timeout", f"no answer from {url} within {self._timeout} s")
+            except httpx.TransportError as exc:
+                failure = FailedResult("error", f"cannot reach {url}: {_reason(exc)}")
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                failure = FailedResult(
+                    "error", f"HTTP {response.status_code} from {url}: {_message(response)}"
+                )
+                header = response.headers.get("retry-after", "")
+                retry_after = float(header) if header.isdigit() else None
+                continue
+            if response.status_code in (401, 403, 404):
+                raise RunFailed(f"{url} answered HTTP {response.status_code}: {_message(response)}")
+            if response.is_error:
+                return FailedResult(
+                    "error", f"HTTP {response.status_code} from {url}: {_message(response)}"
+                )
+            try:
+                answer = response.json()
+            except ValueError:
+                return FailedResult("error", f"{url} answered with something other than JSON")
+            if method == "POST" and not (isinstance(answer, dict) and answer.get("choices")):
+                return FailedResult("error", f"{url} answered without choices: {answer!s:.200}")
+            return answer
+        return failure
+
+    def _served_model(self) -> str:
+        """The served model's id from GET /models (raises RunFailed if the server is down)."""
+        answer = self._call("GET", f"{self.base_url}/models")
+        if isinstance(answer, FailedResult):
+            raise RunFailed(answer.message)
+        ids = [m.get("id", "") for m in answer.get("data") or []]
+        if self.model_name in ids or len(ids) != 1:
+            return self.model_name
+        return ids[0]
+
+    def _server_version(self) -> str | None:
+        """vLLM reports its version at <root>/version; most other servers report none."""
+        origin = self.base_url.removesuffix("/v1")
+        try:
+            response = self._client.get(f"{origin}/version", timeout=min(self._timeout, 5.0))
+            return str(response.json()["version"]) if response.is_success else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+
+
+def _backoff(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry `attempt`: the server's Retry-After, else full jitter."""
+    if retry_after is not None:
+        return min(retry_after, _BACKOFF_CAP_S)
+    return random.uniform(0, min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt))
+
+
+def _echo_body(model: str, prompt: str) -> dict[str, Any]:
+    # max_tokens=0 means "no limit" to llama-cpp-python, so ask for one token and drop it.
+    return {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": 1,
+        "temperature": 0,
+        "logprobs": 1,
+        "echo": True,
+    }
+
+
+def _echo_entries(answer: dict[str, Any], prompt: str, base_url: str) -> list[_Entry]:
+    """The echoed tokens, with offsets counted from the prompt's first character."""
+    choice = answer["choices"][0]
+    logprobs = choice.get("logprobs") or {}
+    offsets = logprobs.get("text_offset")
+    values = logprobs.get("token_logprobs")
+    n_prompt = (answer.get("usage") or {}).get("prompt_tokens", 0)
+    # Without echo the text is only the generated part; without prompt log-probs there are
+    # fewer entries than prompt tokens (less one: some servers drop the BOS entry).
+    if (
+        not offsets
+        or not values
+        or not (choice.get("text") or "").startswith(prompt)
+        or len(values) < n_prompt - 1
+    ):
+        raise RunFailed(_no_logprobs(base_url))
+    tokens = logprobs.get("tokens") or [""] * len(values)
+    tops = logprobs.get("top_logprobs") or [None] * len(values)
+    if not len(offsets) == len(values) == len(tokens) == len(tops):
+        raise RunFailed(f"server at {base_url} returned logprobs lists of different lengths")
+    # vLLM counts offsets over the decoded tokens, so an echoed BOS (`<s>`) that is not in
+    # the prompt text moves every later offset by its length.
+    base = offsets[0]
+    if tokens[0] and not prompt.startswith(tokens[0]):
+        base += len(tokens[0])
+    return [
+        _Entry(offset - base, token, value, top)
+        for offset, token, value, top in zip(offsets, tokens, values, tops, strict=True)
+    ]
+
+
+def _loglikelihood(
+    entries: Sequence[_Entry], request: LoglikelihoodRequest
+) -> LoglikelihoodResult | FailedResult:
+    """Score the continuation's echoed tokens: those starting at or after the end of the
+    context (whose trailing spaces belong to the continuation, as in encoding.encode_pair)."""
+    split = len(request.context.rstrip())
+    continuation = _between(entries, split, len(request.context + request.continuation))
+    if any(e.logprob is None for e in continuation):
+        return FailedResult("error", "the server gave no log-prob for the first prompt token")
+    return LoglikelihoodResult(
+        logprob=math.fsum(e.logprob for e in continuation if e.logprob is not None),
+        is_greedy=all(_is_top(e) for e in continuation),
+        n_tokens=len(continuation),
+        n_context_tokens=sum(e.offset < split for e in entries),
+    )
+
+
+def _between(entries: Sequence[_Entry], start: int, end: int) -> list[_Entry]:
+    """Entries whose text starts in [start, end) of the prompt."""
+    return [e for e in entries if start <= e.offset < end]
+
+
+def _is_top(entry: _Entry) -> bool:
+    """Whether greedy decoding picks this token (a tie counts as greedy, as in lm-eval)."""
+    if entry.logprob is None or not entry.top:
+        return False
+    return entry.logprob >= max(entry.top.values())
+
+
+def _cut_at_stop(text: str, until: Sequence[str]) -> str:
+    """Text before the first occurrence of any stop string (servers apply at most four)."""
+    cut = min((i for s in until if s and (i := text.find(s)) >= 0), default=len(text))
+    return text[:cut]
+
+
+def _api_root(base_url: str) -> str:
+    """Accept a root (…/v1) or a full endpoint URL, as lm-eval's base_url is."""
+    url = base_url.rstrip("/")
+    for endpoint in ("/chat/completions", "/completions"):
+        url = url.removesuffix(endpoint)
+    return url
+
+
+def _api_key(env_name: str | None) -> str | None:
+    if env_name is None:
+        return os.environ.get("OPENAI_API_KEY")
+    if env_name not in os.environ:
+        raise BadInput(f"openai: api_key_env names {env_name}, which is not set")
+    return os.environ[env_name]
+
+
+def _message(response: httpx.Response) -> str:
+    """The server's own error message (OpenAI's error.message, FastAPI's detail, or text)."""
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if error or data.get("detail"):
+            return str(error or data["detail"])
+    return str(data)[:300]
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    text = str(exc)
+    return "connection refused" if "refused" in text.lower() else text or type(exc).__name__
+
+
+def _no_logprobs(base_url: str) -> str:
+    return (
+        f"server at {base_url} returned no logprobs for the prompt; loglikelihood needs a "
+        "completions endpoint with echo+logprobs (vLLM, llama-cpp-python's server with "
+        "logits_all; llama.cpp's llama-server has none)"
+    )

@@ -1,0 +1,36 @@
+"""The `regress` command line: a thin click group, one module per command."""
+
+from __future__ import annotations
+
+import click
+
+from regress import __version__
+from regress.cli.baseline import baseline
+from regress.cli.check import check
+from regress.cli.drift import drift
+from regress.cli.eval import eval_command
+from regress.cli.merge import merge
+from regress.cli.plan import plan
+from regress.cli.quantize import quantize
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="regress")
+def cli() -> None:
+    """Tell, in CI and with statistical honesty, whether a model change made it worse.
+
+    \b
+    Typical loop:
+      regress baseline create --name main --model smollm2-135m --tasks builtin
+      regress check --baseline main --model candidate.gguf --report-md report.md
+    Exit codes: 0 pass, 1 regression, 2 bad input, 3 the run itself failed.
+    """
+
+
+for command in (eval_command, baseline, check, drift, merge, plan, quantize):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

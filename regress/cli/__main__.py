@@ -1,0 +1,5 @@
+"""`python -m regress.cli`."""
+
+from regress.cli import main
+
+main()

@@ -1,0 +1,222 @@
+"""`regress baseline ...`: create, list, show, verify and promote stored baselines."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from regress.cli.common import (
+    command_line,
+    data_options,
+    data_source,
+    handles_errors,
+    model_options,
+    open_cache,
+    parse_args,
+    parse_shard,
+    progress_bar,
+    run_options,
+    stdout,
+)
+from regress.config import inline_suite, load_suite
+from regress.engine import digest
+from regress.errors import BadInput
+from regress.models import file_sha256, resolve_model_path
+from regress.runner import run_specs, suite_specs
+from regress.store import Store, read_run, validate_name, write_run
+
+store_option = click.option(
+    "--store",
+    type=click.Path(path_type=Path),
+    default=Path("baselines"),
+    show_default=True,
+    help="Folder holding the baselines.",
+)
+
+
+@click.group()
+def baseline() -> None:
+    """Manage the baseline store (baselines/<name>/, meant to be committed)."""
+
+
+@baseline.command()
+@click.option("--name", required=True, help="Baseline name, e.g. main.")
+@model_options
+@click.option(
+    "--suite", type=click.Path(path_type=Path), help="Suite YAML (tasks, shots, subsets)."
+)
+@click.option("--tasks", "-t", help="Inline suite: comma-separated tasks or groups.")
+@click.option("--num-fewshot", "-k", type=click.IntRange(0), default=None)
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
+@data_options
+@store_option
+@run_options
+@handles_errors
+def create(
+    name: str,
+    model: str,
+    backend: str,
+    model_args: str | None,
+    suite: Path | None,
+    tasks: str | None,
+    num_fewshot: int | None,
+    limit: int | None,
+    data_dir: Path | None,
+    hf_datasets: bool,
+    store: Path,
+    shard: str | None,
+    save_run: Path | None,
+    no_cache: bool,
+    cache_dir: Path | None,
+) -> None:
+    """Evaluate a suite on MODEL and store the records as baseline NAME.
+
+    With --shard, the partial run goes to --save-run instead of the store; join the shards
+    with `regress merge DIR... --baseline NAME`.
+
+    \b
+    Example:
+      regress baseline create --name main --model smollm2-135m --tasks builtin
+    """
+    validate_name(name)
+    if shard and not save_run:
+        raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
+    if (tasks is None) == (suite is None):
+        raise click.UsageError("give exactly one of --tasks or --suite")
+    spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
+    specs = suite_specs(spec)
+    with progress_bar(f"baseline {name}") as progress:
+        outcome = run_specs(
+            specs,
+            model,
+            spec.backend or backend,
+            {**spec.model_args, **parse_args(model_args)},
+            data_source(data_dir, hf_datasets),
+            name=name,
+            suite_name=spec.name,
+            command=command_line(),
+            progress=progress,
+            cache=open_cache(no_cache, cache_dir),
+            shard=parse_shard(shard),
+        )
+    if save_run:
+        write_run(outcome.run, save_run)
+        if shard:
+            click.echo(f"stored shard {shard} of baseline {name!r} -> {save_run}")
+            return
+    path = Store(store).save(outcome.run)
+    n = sum(t.n for t in outcome.run.manifest.tasks.values())
+    click.echo(f"stored baseline {name!r}: {n} examples in {len(specs)} tasks -> {path}")
+
+
+@baseline.command("list")
+@store_option
+@handles_errors
+def list_(store: Path) -> None:
+    """List the baselines in the store."""
+    table = Table("name", "model", "sha256", "backend", "tasks", "examples", "created")
+    st = Store(store)
+    for name in st.names():
+        m = st.load(name).manifest
+        n = sum(t.n for t in m.tasks.values())
+        table.add_row(
+            name,
+            m.model.ref,
+            m.model.sha256[:12],
+            m.backend.name,
+            str(len(m.tasks)),
+            str(n),
+            m.created,
+        )
+    stdout().print(table)
+
+
+@baseline.command()
+@click.argument("name")
+@store_option
+@handles_errors
+def show(name: str, store: Path) -> None:
+    """Show a baseline's fingerprint and per-task accuracy."""
+    run = Store(store).load(name)
+    m = run.manifest
+    console = stdout()
+    console.print(f"[bold]{m.name}[/] created {m.created} by regress {m.regress_version}")
+    console.print(f"model   {m.model.ref}  sha256 {m.model.sha256}  {m.model.quantization}")
+    console.print(f"backend {m.backend.name} {m.backend.version}  {m.backend.params}")
+    console.print(f"suite   {m.suite_name}   command: {m.command}")
+    table = Table("task", "group", "n", "shots", "metric", "value", "dataset hash", "prompt hash")
+    for task, info in sorted(m.tasks.items()):
+        records = run.records[task]
+        values = [
+            r.correct if info.output_type != "loglikelihood_rolling" else None for r in records
+        ]
+        scored = [v for v in values if v is not None]
+        value = f"{sum(scored) / len(scored):.4f}" if scored else "-"
+        table.add_row(
+            task,
+            info.group or "",
+            str(info.n),
+            str(info.num_fewshot),
+            info.metric,
+            value,
+            info.dataset_hash[:12],
+            info.prompt_hash[:12],
+        )
+    console.print(table)
+
+
+@baseline.command()
+@click.argument("name")
+@store_option
+@handles_errors
+def verify(name: str, store: Path) -> None:
+    """Check a baseline is intact: files parse, hashes match records, model sha256 matches.
+
+    Exit 2 when anything is off.
+    """
+    run = Store(store).load(name)
+    problems = []
+    for task, info in run.manifest.tasks.items():
+        records = run.records[task]
+        if digest([r.doc_hash for r in records]) != info.dataset_hash:
+            problems.append(f"{task}: dataset hash does not match its records")
+        if digest([r.prompt_hash for r in records]) != info.prompt_hash:
+            problems.append(f"{task}: prompt hash does not match its records")
+    model = run.manifest.model
+    try:
+        path = resolve_model_path(model.ref)
+    except BadInput:
+        path = None
+    if path is not None and path.is_file() and model.sha256 and file_sha256(path) != model.sha256:
+        problems.append(f"model {model.ref}: sha256 differs from the pinned {model.sha256[:12]}")
+    if problems:
+        raise BadInput(f"baseline {name!r} failed verification: " + "; ".join(problems))
+    n = sum(len(v) for v in run.records.values())
+    model_note = "model sha256 ok" if path is not None else "model file not present here"
+    click.echo(f"baseline {name!r} ok: {len(run.records)} tasks, {n} records, {model_note}")
+
+
+@baseline.command()
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="A candidate run saved by `regress check --save-run DIR`.",
+)
+@click.option("--name", required=True, help="Baseline to create or replace, e.g. main.")
+@store_option
+@handles_errors
+def promote(run_dir: Path, name: str, store: Path) -> None:
+    """Make a candidate's stored run the baseline NAME without rerunning it.
+
+    Use after a merge, so the next PRs are gated against what main now produces.
+    """
+    validate_name(name)
+    run = read_run(run_dir)
+    renamed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, name=name))
+    path = Store(store).save(renamed)
+    click.echo(f"promoted {run_dir} to baseline {name!r} -> {path}")

@@ -1,0 +1,190 @@
+"""Options and behaviour shared by commands: model selection, data, progress, errors."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from regress.backends import BACKENDS, parse_model_args
+from regress.cache import ResultCache, default_cache_dir
+from regress.engine import Shard
+from regress.errors import ExitCode, RegressError
+from regress.tasks import resolve_source
+from regress.tasks.base import DataSource
+
+F = TypeVar("F", bound=Callable[..., Any])
+stderr = Console(stderr=True)
+
+
+def stdout() -> Console:
+    """A console for tables; wide when not a terminal, so CI logs show whole cells."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def handles_errors(func: F) -> F:
+    """Turn the package's own errors into one line on stderr and the documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except RegressError as exc:
+            click.echo(f"regress: error: {exc}", err=True)
+            sys.exit(int(exc.exit_code))
+        except KeyboardInterrupt:
+            click.echo("regress: interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def model_options(func: F) -> F:
+    """--model, --backend, --model-args: lm-eval's way of naming a model."""
+    func = click.option(
+        "--model-args",
+        default=None,
+        help="Backend settings as k=v,k2=v2 (n_ctx=2048, threads=2, dtype=float32, base_url=...).",
+    )(func)
+    func = click.option(
+        "--backend",
+        type=click.Choice(BACKENDS),
+        default="llama_cpp",
+        show_default=True,
+        help="Where the model runs: llama.cpp in-process, HF transformers, or an "
+        "OpenAI-compatible server.",
+    )(func)
+    return click.option(
+        "--model",
+        "-m",
+        required=True,
+        help="A .gguf path, a model folder, a served model name (openai), or a packaged model: "
+        "smollm2-135m, gemma3-270m.",
+    )(func)
+
+
+def data_options(func: F) -> F:
+    """--data-dir and --hf-datasets: where benchmark files come from."""
+    func = click.option(
+        "--hf-datasets",
+        is_flag=True,
+        help="Load benchmarks from the Hugging Face Hub through `datasets` (needs network).",
+    )(func)
+    return click.option(
+        "--data-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Folder of the benchmarks' original files (default: $REGRESS_DATA_DIR). The "
+        "built-in suite needs none.",
+    )(func)
+
+
+def data_source(data_dir: Path | None, hf_datasets: bool) -> DataSource:
+    """The DataSource the data options describe."""
+    return resolve_source(data_dir, hf_datasets)
+
+
+def parse_args(text: str | None) -> dict[str, Any]:
+    """--model-args text into a dict."""
+    return parse_model_args(text)
+
+
+def command_line() -> str:
+    """The command as the user typed it, for reports that say how to reproduce them."""
+    return shlex.join(["regress", *sys.argv[1:]])
+
+
+class _ExamplesPerSecond(ProgressColumn):
+    """Requests/s scaled to examples/s (a multiple-choice example is several requests)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        ratio = task.fields.get("examples_per_request", 1.0)
+        if not speed:
+            return Text("- ex/s", style="progress.data.speed")
+        return Text(f"{speed * ratio:.1f} ex/s", style="progress.data.speed")
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int, int], None]]:
+    """A rich progress bar on stderr; yields the engine's `progress` callback."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("requests"),
+        _ExamplesPerSecond(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=stderr, transient=False) as bar:
+        task_id = bar.add_task(label, total=None)
+
+        def update(done: int, total: int, n_examples: int) -> None:
+            ratio = n_examples / total if total else 1.0
+            bar.update(task_id, completed=done, total=total, examples_per_request=ratio)
+
+        yield update
+
+
+def exit_with(code: ExitCode) -> None:
+    """Exit with a documented code (no-op for 0, so click finishes normally)."""
+    if code != ExitCode.OK:
+        sys.exit(int(code))
+
+
+def run_options(func: F) -> F:
+    """--shard, --save-run, --no-cache, --cache-dir: how a run is split, kept and resumed."""
+    func = click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Result cache folder (default: $REGRESS_CACHE_DIR or ~/.cache/regress).",
+    )(func)
+    func = click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Recompute everything. By default finished requests are cached by model sha256, "
+        "backend settings and request, so a killed run resumes when run again.",
+    )(func)
+    func = click.option(
+        "--save-run",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Also store the run (manifest + records) in this folder.",
+    )(func)
+    return click.option(
+        "--shard",
+        default=None,
+        help="Run shard i/n of the examples (e.g. 0/4); join outputs with `regress merge`.",
+    )(func)
+
+
+def open_cache(no_cache: bool, cache_dir: Path | None) -> ResultCache | None:
+    """The result cache the run options ask for, or None."""
+    return None if no_cache else ResultCache(cache_dir or default_cache_dir())
+
+
+def parse_shard(text: str | None) -> Shard | None:
+    """--shard text into a Shard."""
+    return Shard.parse(text) if text else None

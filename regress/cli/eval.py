@@ -1,0 +1,129 @@
+"""`regress eval`: score a model on tasks and write lm-eval compatible files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from regress.cli.common import (
+    command_line,
+    data_options,
+    data_source,
+    handles_errors,
+    model_options,
+    open_cache,
+    parse_args,
+    parse_shard,
+    progress_bar,
+    run_options,
+    stdout,
+)
+from regress.config import inline_suite, load_suite
+from regress.engine import TaskRun
+from regress.report.lm_eval import group_metrics, write_lm_eval
+from regress.runner import run_specs, suite_specs
+from regress.store import write_run
+
+
+@click.command("eval")
+@model_options
+@click.option("--tasks", "-t", help="Comma-separated tasks or groups (mmlu, arc_easy, builtin).")
+@click.option("--suite", type=click.Path(path_type=Path), help="A suite YAML instead of --tasks.")
+@click.option("--num-fewshot", "-k", type=click.IntRange(0), default=None, help="Shots per prompt.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
+@click.option("--output-path", "-o", type=click.Path(path_type=Path), help="Folder for results.")
+@click.option("--log-samples", is_flag=True, help="Also write samples_<task>_<date>.jsonl.")
+@data_options
+@run_options
+@handles_errors
+def eval_command(
+    model: str,
+    backend: str,
+    model_args: str | None,
+    tasks: str | None,
+    suite: Path | None,
+    num_fewshot: int | None,
+    limit: int | None,
+    output_path: Path | None,
+    log_samples: bool,
+    data_dir: Path | None,
+    hf_datasets: bool,
+    shard: str | None,
+    save_run: Path | None,
+    no_cache: bool,
+    cache_dir: Path | None,
+) -> None:
+    """Evaluate MODEL on tasks, lm-evaluation-harness style.
+
+    \b
+    Examples:
+      regress eval -m smollm2-135m -t builtin
+      regress eval -m smollm2-135m -t arc_easy,mmlu -k 5 --limit 100 \\
+          --data-dir ../shared/data -o out/ --log-samples
+    """
+    if (tasks is None) == (suite is None):
+        raise click.UsageError("give exactly one of --tasks or --suite")
+    spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
+    args = {**spec.model_args, **parse_args(model_args)}
+    specs = suite_specs(spec)
+    source = data_source(data_dir, hf_datasets)
+    with progress_bar(f"eval {model}") as progress:
+        outcome = run_specs(
+            specs,
+            model,
+            spec.backend or backend,
+            args,
+            source,
+            name="eval",
+            suite_name=spec.name,
+            command=command_line(),
+            progress=progress,
+            cache=open_cache(no_cache, cache_dir),
+            shard=parse_shard(shard),
+        )
+    stdout().print(results_table(outcome.task_runs))
+    if save_run:
+        write_run(outcome.run, save_run)
+    if output_path:
+        config = {
+            "model": model,
+            "backend": outcome.run.manifest.backend.name,
+            "model_args": outcome.run.manifest.backend.params,
+            "model_sha256": outcome.run.manifest.model.sha256,
+        }
+        for path in write_lm_eval(
+            outcome.task_runs, output_path, config, outcome.elapsed_s, log_samples
+        ):
+            click.echo(f"wrote {path}", err=True)
+
+
+def results_table(runs: list[TaskRun]) -> Table:
+    """lm-eval's results table: one row per task metric, groups first."""
+    table = Table("Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
+    groups: dict[str, list[TaskRun]] = {}
+    for run in runs:
+        if run.task.group:
+            groups.setdefault(run.task.group, []).append(run)
+    rows = [(name, None, group_metrics(members), members[0]) for name, members in groups.items()]
+    rows += [(" - " + r.task.name if r.task.group else r.task.name, r, r.metrics, r) for r in runs]
+    for label, run, metrics, ref in rows:
+        hib = ref.task.higher_is_better
+        for metric, value in sorted(metrics.items()):
+            if metric.endswith("_stderr"):
+                continue
+            stderr = metrics.get(f"{metric}_stderr")
+            table.add_row(
+                label,
+                str(run.task.version) if run else "",
+                "none",
+                str(ref.info.num_fewshot),
+                metric,
+                "↑" if hib.get(metric, True) else "↓",
+                f"{value:.4f}",
+                "±" if stderr is not None else "",
+                f"{stderr:.4f}" if stderr is not None else "N/A",
+            )
+            label = ""
+    return table

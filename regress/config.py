@@ -1,0 +1,117 @@
+"""Suite files: which tasks to run, with how many shots, on which documents, with which model
+settings. Unknown keys are errors, so a typo never silently changes what is gated.
+
+```yaml
+name: proxy
+num_fewshot: 0            # default for every task
+tasks:
+  - arc_easy              # a bare name: all documents, default shots
+  - {task: mmlu, num_fewshot: 5, limit: 10}   # limit applies per MMLU subject
+  - {task: boolq, docs: [0, 5, 9]}            # an explicit subset
+backend: llama_cpp
+model_args: {n_ctx: 2048}
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from regress.errors import BadInput
+
+_SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args"}
+_TASK_KEYS = {"task", "num_fewshot", "limit", "docs"}
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """One line of a suite: a task or group name and what to evaluate of it."""
+
+    task: str
+    num_fewshot: int | None = None
+    limit: int | None = None
+    docs: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named list of task entries plus default model settings."""
+
+    name: str
+    tasks: tuple[TaskEntry, ...]
+    backend: str | None = None
+    model_args: dict[str, Any] = field(default_factory=dict)
+
+
+def _int(value: Any, where: str, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise BadInput(f"{where}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def inline_suite(
+    tasks: str, num_fewshot: int | None = None, limit: int | None = None, name: str = "inline"
+) -> Suite:
+    """A suite from `--tasks a,b --num-fewshot k --limit n`."""
+    names = [t.strip() for t in tasks.split(",") if t.strip()]
+    if not names:
+        raise BadInput("--tasks: give at least one task name")
+    return Suite(name=name, tasks=tuple(TaskEntry(t, num_fewshot, limit) for t in names))
+
+
+def load_suite(path: Path) -> Suite:
+    """Parse a suite YAML file; every mistake is a BadInput naming the file and key."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read suite ({exc.strerror})") from exc
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: a suite is a mapping with a `tasks:` list")
+    unknown = set(data) - _SUITE_KEYS
+    if unknown:
+        raise BadInput(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_SUITE_KEYS)}")
+    default_shots = data.get("num_fewshot")
+    default_limit = data.get("limit")
+    entries = []
+    for i, item in enumerate(data.get("tasks") or []):
+        where = f"{path}: tasks[{i}]"
+        if isinstance(item, str):
+            item = {"task": item}
+        if not isinstance(item, dict) or "task" not in item:
+            raise BadInput(f"{where}: expected a task name or a mapping with `task:`")
+        unknown = set(item) - _TASK_KEYS
+        if unknown:
+            raise BadInput(
+                f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_TASK_KEYS)}"
+            )
+        shots = item.get("num_fewshot", default_shots)
+        limit = item.get("limit", default_limit)
+        docs = item.get("docs")
+        if docs is not None and not (isinstance(docs, list) and docs):
+            raise BadInput(f"{where}: `docs` must be a non-empty list of document indices")
+        entries.append(
+            TaskEntry(
+                task=str(item["task"]),
+                num_fewshot=None if shots is None else _int(shots, f"{where}.num_fewshot"),
+                limit=None if limit is None else _int(limit, f"{where}.limit", 1),
+                docs=None if docs is None else tuple(_int(d, f"{where}.docs") for d in docs),
+            )
+        )
+    if not entries:
+        raise BadInput(f"{path}: `tasks:` is empty")
+    model_args = data.get("model_args") or {}
+    if not isinstance(model_args, dict):
+        raise BadInput(f"{path}: `model_args` must be a mapping")
+    return Suite(
+        name=str(data.get("name", path.stem)),
+        tasks=tuple(entries),
+        backend=data.get("backend"),
+        model_args=model_args,
+    )

@@ -1,0 +1,41 @@
+"""The package's own errors and the exit codes they map to (contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of every `regress` command."""
+
+    OK = 0
+    """Pass (an INCONCLUSIVE unit only warns by default)."""
+    REGRESSION = 1
+    """A significant drop beyond max_drop (or INCONCLUSIVE under `inconclusive: fail`)."""
+    BAD_INPUT = 2
+    """Missing or corrupt file, bad policy, incompatible baseline, bad usage."""
+    RUN_FAILED = 3
+    """The run itself failed: the model would not load, too many failed examples."""
+
+
+class RegressError(Exception):
+    """An error a user can act on: printed as one line, exits with `exit_code`."""
+
+    exit_code: ExitCode = ExitCode.BAD_INPUT
+
+    def __init__(self, message: str, exit_code: ExitCode | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class BadInput(RegressError):
+    """Missing or malformed input: data, model file, baseline, policy (exit 2)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class RunFailed(RegressError):
+    """The evaluation itself failed: model load, backend down, error rate (exit 3)."""
+
+    exit_code = ExitCode.RUN_FAILED

@@ -1,0 +1,120 @@
+"""The manifest of a run: which model, backend, suite and environment produced its records.
+
+The task-level dataset and prompt hashes are the compatibility fingerprint the gate checks
+before pairing a candidate with a baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from regress.errors import BadInput
+from regress.records import Record
+
+MANIFEST_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The model file and what its header says."""
+
+    ref: str
+    """What the user passed: a path or a packaged short name (`smollm2-135m`)."""
+    sha256: str
+    name: str = ""
+    architecture: str = ""
+    quantization: str = ""
+    n_params: int | None = None
+    context_length: int | None = None
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """The backend that ran the model and every setting that can change its results."""
+
+    name: str
+    """llama_cpp, hf or openai."""
+    version: str
+    params: dict[str, Any] = field(default_factory=dict)
+    """Load parameters: n_ctx, threads, dtype, base_url, ..."""
+    build: dict[str, Any] = field(default_factory=dict)
+    """Runtime build features (llama.cpp system info, torch version) that change log-probs."""
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """One task of the suite as it was run."""
+
+    name: str
+    group: str | None
+    n: int
+    num_fewshot: int
+    metric: str
+    """Primary metric the gate pairs on."""
+    output_type: str
+    dataset_hash: str
+    """sha256 over the ordered doc hashes."""
+    prompt_hash: str
+    """sha256 over the ordered prompt hashes."""
+    limit: int | None = None
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything needed to reproduce and to judge the compatibility of a run."""
+
+    name: str
+    created: str
+    """UTC ISO-8601 timestamp."""
+    regress_version: str
+    model: ModelInfo
+    backend: BackendInfo
+    suite_name: str
+    tasks: dict[str, TaskInfo]
+    environment: dict[str, Any] = field(default_factory=dict)
+    """python, platform, cpu and library versions."""
+    command: str = ""
+    """The command line that produced the run."""
+    shard: str | None = None
+    """`i/n` when the run holds one shard of the suite (join shards with `regress merge`)."""
+    schema_version: int = MANIFEST_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict, tasks in name order."""
+        data = asdict(self)
+        data["tasks"] = {k: data["tasks"][k] for k in sorted(data["tasks"])}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "manifest.json") -> Manifest:
+        """Parse a manifest dict, naming `where` in the error when it is malformed."""
+        try:
+            version = data.get("schema_version")
+            if version != MANIFEST_SCHEMA_VERSION:
+                raise ValueError(f"schema_version {version!r}, expected {MANIFEST_SCHEMA_VERSION}")
+            return cls(
+                name=data["name"],
+                created=data["created"],
+                regress_version=data["regress_version"],
+                model=ModelInfo(**data["model"]),
+                backend=BackendInfo(**data["backend"]),
+                suite_name=data["suite_name"],
+                tasks={k: TaskInfo(**v) for k, v in data["tasks"].items()},
+                environment=data.get("environment", {}),
+                command=data.get("command", ""),
+                shard=data.get("shard"),
+                schema_version=version,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"{where}: malformed manifest ({exc})") from exc
+
+
+@dataclass(frozen=True)
+class Run:
+    """A manifest and its records by task, each list sorted by doc_id."""
+
+    manifest: Manifest
+    records: dict[str, list[Record]]

@@ -1,0 +1,369 @@
+"""The Markdown report: a PR comment and $GITHUB_STEP_SUMMARY, verdict on the first line.
+
+A pure function of a Comparison. When the text would exceed `max_bytes` (GitHub caps a
+comment at 65,536 characters), the flips and then the subjects are cut first, each with a
+"(truncated: N more)" note; only if that is not enough is the tail cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from regress.compare import Comparison, Flip, UnitKind, UnitResult, Verdict
+
+MARKER = "<!-- regress-report -->"
+"""Last line of every report: lets a CI step find and update its own earlier comment."""
+FLIPS_SHOWN = 25
+SUBJECTS_SHOWN = 10
+CELL_CHARS = 40
+"""Longest prediction or target shown in a table cell (generated answers can be long)."""
+
+ICONS = {
+    Verdict.PASS: "✅",
+    Verdict.REGRESSION: "❌",
+    Verdict.INCONCLUSIVE: "⚠️",
+    Verdict.ERROR: "🛑",
+}
+OUTCOMES = {
+    Verdict.PASS: "passed",
+    Verdict.REGRESSION: "regressed",
+    Verdict.INCONCLUSIVE: "inconclusive",
+    Verdict.ERROR: "errored",
+}
+
+
+def render_markdown(comparison: Comparison, max_bytes: int = 64_000) -> str:
+    """The report as Markdown, at most `max_bytes` UTF-8 bytes, ending with MARKER."""
+    flips, subjects = FLIPS_SHOWN, SUBJECTS_SHOWN
+    text = _render(comparison, flips, subjects)
+    while _size(text) > max_bytes and (flips or subjects):
+        if flips:
+            flips //= 2
+        else:
+            subjects //= 2
+        text = _render(comparison, flips, subjects)
+    if _size(text) <= max_bytes:
+        return text
+    return _cut(text, max_bytes)
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    """Keep whole lines from the top, then say so and end with the marker."""
+    tail = f"\n_(truncated: the report exceeded {max_bytes:,} bytes)_\n\n{MARKER}\n"
+    budget = max_bytes - _size(tail)
+    kept: list[str] = []
+    for line in text.splitlines(keepends=True):
+        budget -= _size(line)
+        if budget < 0:
+            break
+        kept.append(line)
+    return "".join(kept) + tail
+
+
+def _render(comparison: Comparison, flips: int, subjects: int) -> str:
+    sections = [
+        _headline(comparison),
+        _unit_table(comparison.units, UnitKind.ACCURACY),
+        _unit_table(comparison.units, UnitKind.PERPLEXITY),
+        _notes(comparison.units),
+        _answer_shift(comparison.units),
+        _subjects(comparison.units, subjects),
+        _flips(comparison, flips),
+        _failures(comparison.units),
+        _models(comparison),
+        _policy(comparison),
+        _warnings(comparison),
+        _reproduce(comparison.command),
+    ]
+    return "\n\n".join(s for s in sections if s) + f"\n\n{MARKER}\n"
+
+
+def _headline(comparison: Comparison) -> str:
+    gated = [u for u in comparison.units if u.gated]
+    total = f"{len(gated)} unit{'s' if len(gated) != 1 else ''}"
+    verdict = comparison.verdict
+    if verdict is Verdict.PASS:
+        first = f"## regress: {ICONS[verdict]} PASS ({total})"
+    else:
+        count = sum(u.verdict is verdict for u in gated)
+        first = f"## regress: {ICONS[verdict]} {verdict} in {count} of {total}"
+    counts = ", ".join(
+        f"{sum(u.verdict is v for u in gated)} {OUTCOMES[v]}"
+        for v in Verdict
+        if any(u.verdict is v for u in gated)
+    )
+    paired = sum(u.n for u in comparison.units)
+    summary = (
+        f"Candidate **{comparison.candidate.run}** vs baseline **{comparison.baseline.run}**, "
+        f"suite `{comparison.suite}`: {counts or 'no gated unit'} "
+        f"({paired:,} paired examples). Exit code {int(comparison.exit_code)}."
+    )
+    return f"{first}\n\n{summary}"
+
+
+def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
+    """One table for accuracy and score units (kind ACCURACY), one for perplexity units."""
+    rows = [u for u in units if (u.kind is UnitKind.PERPLEXITY) == (kind is UnitKind.PERPLEXITY)]
+    if not rows:
+        return ""
+    if kind is UnitKind.ACCURACY:
+        header = ["unit", "n", "baseline", "candidate", "Δ pts [95% CI]", "b / c", "p", "adj. p"]
+        align = ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]
+        body = [
+            [
+                u.name,
+                f"{u.n:,}",
+                _percent(u.baseline),
+                _percent(u.candidate),
+                _delta(u),
+                f"{u.b} / {u.c}",
+                _pvalue(u.pvalue),
+                _pvalue(u.adjusted_pvalue),
+                _verdict(u),
+            ]
+            for u in rows
+        ]
+    else:
+        header = ["unit", "documents", "metric", "baseline", "candidate", "change", "p", "adj. p"]
+        align = ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---"]
+        body = [
+            [
+                u.name,
+                f"{u.n:,}",
+                u.metric,
+                _number(u.baseline),
+                _number(u.candidate),
+                "–" if u.delta is None else f"{u.delta:+.2%}",
+                _pvalue(u.pvalue),
+                _pvalue(u.adjusted_pvalue),
+                _verdict(u),
+            ]
+            for u in rows
+        ]
+    return _table([*header, "verdict"], body, align)
+
+
+def _notes(units: Sequence[UnitResult]) -> str:
+    lines = []
+    for u in units:
+        if u.verdict is Verdict.PASS:
+            continue
+        line = f"- {ICONS[u.verdict]} **{u.name}**: {u.reason}"
+        if u.verdict is Verdict.INCONCLUSIVE and u.n_needed is not None:
+            line += f"; n≈{u.n_needed:,} would decide at the observed {_spread(u)}"
+        lines.append(line + ("" if u.gated else " (not gated)"))
+    return "### Notes\n\n" + "\n".join(lines) if lines else ""
+
+
+def _spread(unit: UnitResult) -> str:
+    """What the n that would decide was planned from."""
+    if unit.kind is UnitKind.SCORE:
+        return "spread of the score differences"
+    flipped = f" ({unit.discordance:.1%} flipped)" if unit.discordance else ""
+    return f"discordance{flipped}"
+
+
+def _answer_shift(units: Sequence[UnitResult]) -> str:
+    rows = [u for u in units if u.kind is not UnitKind.PERPLEXITY and u.n]
+    if not rows:
+        return ""
+    body = [
+        [
+            u.name,
+            _percent(u.discordance),
+            "–" if u.kl_divergence is None else f"{u.kl_divergence:.4f}",
+            _percent(u.top1_agreement),
+        ]
+        for u in rows
+    ]
+    table = _table(
+        ["unit", "outcomes changed", "mean KL over choices", "top-1 agreement"],
+        body,
+        ["---", "---:", "---:", "---:"],
+    )
+    return "### How the answers moved\n\n" + table
+
+
+def _subjects(units: Sequence[UnitResult], limit: int) -> str:
+    worst = sorted(
+        ((u.name, s) for u in units for s in u.subjects if s.delta < 0),
+        key=lambda pair: (pair[1].delta, pair[1].task),
+    )
+    if not worst:
+        return ""
+    if not limit:
+        return "### Most-regressed subjects" + _more(len(worst))
+    body = [
+        [
+            unit,
+            s.task,
+            f"{s.n:,}",
+            _percent(s.baseline),
+            _percent(s.candidate),
+            f"{s.delta * 100:+.1f}",
+            f"{s.b} / {s.c}",
+        ]
+        for unit, s in worst[:limit]
+    ]
+    table = _table(
+        ["unit", "subject", "n", "baseline", "candidate", "Δ pts", "b / c"],
+        body,
+        ["---", "---", "---:", "---:", "---:", "---:", "---:"],
+    )
+    return "### Most-regressed subjects\n\n" + table + _more(len(worst) - len(body))
+
+
+def _flips(comparison: Comparison, limit: int) -> str:
+    if not comparison.n_flips:
+        return ""
+    shown: Sequence[Flip] = comparison.flips[:limit]
+    if not shown:
+        return f"### Flips ({comparison.n_flips:,})" + _more(comparison.n_flips)
+    body = [
+        [
+            f.task,
+            str(f.doc_id),
+            _cell(f.baseline_pred),
+            _cell(f.candidate_pred)
+            + ("" if f.candidate_status == "ok" else f" ({f.candidate_status})"),
+            _cell(f.target),
+            "❌ regressed" if f.regressed else "✅ fixed",
+        ]
+        for f in shown
+    ]
+    title = f"### Flips (first {len(shown)} of {comparison.n_flips:,})"
+    table = _table(
+        ["task", "doc", "baseline", "candidate", "target", ""],
+        body,
+        ["---", "---:", "---", "---", "---", "---"],
+    )
+    return f"{title}\n\n{table}" + _more(comparison.n_flips - len(shown))
+
+
+def _failures(units: Sequence[UnitResult]) -> str:
+    rows = [u for u in units if u.baseline_failures or u.candidate_failures]
+    if not rows:
+        return "### Failures\n\nNo failed or truncated examples on either side."
+    body = [
+        [
+            u.name,
+            _statuses(u.baseline_failures),
+            _statuses(u.candidate_failures),
+            f"{u.error_rate:.1%}",
+        ]
+        for u in rows
+    ]
+    table = _table(
+        ["unit", "baseline", "candidate", "candidate error rate"],
+        body,
+        ["---", "---", "---", "---:"],
+    )
+    return "### Failures\n\n" + table
+
+
+def _models(comparison: Comparison) -> str:
+    sides = (comparison.baseline, comparison.candidate)
+    rows = [
+        ["run", *(s.run for s in sides)],
+        ["model", *(f"`{s.model}`" for s in sides)],
+        ["sha256", *(f"`{s.sha256[:12]}`" for s in sides)],
+        ["quantization", *(s.quantization or "–" for s in sides)],
+        ["backend", *(f"{s.backend} {s.backend_version}" for s in sides)],
+        ["params", *(_params(s.params) for s in sides)],
+        ["created", *(s.created for s in sides)],
+    ]
+    return "### Models\n\n" + _table(["", "baseline", "candidate"], rows, ["---", "---", "---"])
+
+
+def _policy(comparison: Comparison) -> str:
+    items = " · ".join(
+        f"`{key}: {_yaml(value)}`" for key, value in _flat(comparison.policy.to_dict())
+    )
+    return f"### Policy\n\n{items}"
+
+
+def _warnings(comparison: Comparison) -> str:
+    if not comparison.warnings:
+        return ""
+    return "### Warnings\n\n" + "\n".join(f"- {w}" for w in comparison.warnings)
+
+
+def _reproduce(command: str) -> str:
+    if not command:
+        return ""
+    return f"### Reproduce\n\n```sh\n{command}\n```"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str]) -> str:
+    lines = [_row(header), _row(align), *(_row(r) for r in rows)]
+    return "\n".join(lines)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _more(hidden: int) -> str:
+    return f"\n\n_(truncated: {hidden:,} more)_" if hidden > 0 else ""
+
+
+def _cell(value: Any) -> str:
+    """A prediction or target as a safe one-line table cell."""
+    text = "–" if value is None else " ".join(str(value).split())
+    if len(text) > CELL_CHARS:
+        text = text[: CELL_CHARS - 1] + "…"
+    return text.replace("|", "\\|")
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _pvalue(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _delta(unit: UnitResult) -> str:
+    if unit.delta is None or unit.ci is None:
+        return "–"
+    low, high = unit.ci
+    return f"{unit.delta * 100:+.1f} [{low * 100:+.1f}, {high * 100:+.1f}]"
+
+
+def _verdict(unit: UnitResult) -> str:
+    text = f"{ICONS[unit.verdict]} {unit.verdict}"
+    return text if unit.gated else f"{text} (not gated)"
+
+
+def _statuses(counts: dict[str, int]) -> str:
+    return ", ".join(f"{status} {k:,}" for status, k in counts.items()) or "–"
+
+
+def _params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_cell(v)}" for k, v in sorted(params.items())) or "–"
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """Nested policy keys as dotted paths (`units.arc_easy.max_drop`), skipping empty ones."""
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _flat(value, f"{prefix}{key}.")
+        elif value is not None:
+            yield f"{prefix}{key}", value
+
+
+def _yaml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

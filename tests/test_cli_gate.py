@@ -1,0 +1,306 @@
+"""The gate end to end on real parts: baseline store, `check` verdicts and exit codes on real
+quantizations, drift, shards and resumed runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from regress.cli import cli
+from regress.errors import ExitCode
+
+TASKS = "builtin"
+LIMIT = "20"  # per task: 100 examples over the five built-in tasks, for the mechanics
+ARC_LIMIT = "150"  # real data where SmolLM2 is well above chance, for the verdicts
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner(env=env).invoke(cli, list(args))
+    return result.exit_code, result.output + (result.stderr if result.stderr_bytes else "")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("store")
+    code, text = run(
+        "baseline",
+        "create",
+        "--name",
+        "main",
+        "--model",
+        "smollm2-135m",
+        "--tasks",
+        TASKS,
+        "--limit",
+        LIMIT,
+        "--store",
+        str(root),
+        "--no-cache",
+    )
+    assert code == 0, text
+    return root
+
+
+@pytest.fixture(scope="module")
+def arc_store(tmp_path_factory, data_dir) -> Path:
+    root = tmp_path_factory.mktemp("arc")
+    code, text = run(
+        "baseline",
+        "create",
+        "--name",
+        "arc",
+        "--model",
+        "smollm2-135m",
+        "--tasks",
+        "arc_easy",
+        "--limit",
+        ARC_LIMIT,
+        "--data-dir",
+        str(data_dir),
+        "--store",
+        str(root),
+        "--no-cache",
+    )
+    assert code == 0, text
+    return root
+
+
+def check_json(store: Path, model: str, tmp_path: Path, data_dir: Path) -> tuple[int, dict]:
+    report = tmp_path / "r.json"
+    code, text = run(
+        "check",
+        "--baseline",
+        "arc",
+        "--model",
+        model,
+        "--store",
+        str(store),
+        "--data-dir",
+        str(data_dir),
+        "--report-json",
+        str(report),
+        "--report-md",
+        str(tmp_path / "r.md"),
+        "--no-cache",
+    )
+    assert report.exists(), text
+    return code, json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def broken_model(tmp_path_factory) -> Path:
+    """TQ1_0: a real requantization that destroys SmolLM2 (loss 15.9 per token, FACTS.md)."""
+    out = tmp_path_factory.mktemp("models") / "smollm2-tq1_0.gguf"
+    code, text = run("quantize", "smollm2-135m", "--type", "TQ1_0", "-o", str(out))
+    assert code == 0, text
+    return out
+
+
+def test_baseline_list_show_verify(store):
+    code, text = run("baseline", "list", "--store", str(store))
+    assert code == 0 and "main" in text and "smollm2-135m" in text
+    code, text = run("baseline", "show", "main", "--store", str(store))
+    assert code == 0 and "builtin_arithmetic" in text
+    code, text = run("baseline", "verify", "main", "--store", str(store))
+    assert code == 0 and "ok" in text and "100 records" in text
+
+
+def test_same_model_passes_with_zero_flips(arc_store, tmp_path, data_dir):
+    code, data = check_json(arc_store, "smollm2-135m", tmp_path, data_dir)
+    assert code == ExitCode.OK
+    assert data["verdict"] == "PASS" and data["n_flips"] == 0
+    [unit] = data["units"]
+    assert unit["b"] == unit["c"] == 0 and unit["n"] == int(ARC_LIMIT)
+    assert (tmp_path / "r.md").read_text().splitlines()[0].startswith("## regress")
+
+
+def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
+    q8 = tmp_path / "q8.gguf"
+    assert run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))[0] == 0
+    code, data = check_json(arc_store, str(q8), tmp_path, data_dir)
+    assert code == ExitCode.OK and data["verdict"] == "PASS"
+    [unit] = data["units"]
+    assert unit["b"] + unit["c"] < 0.1 * unit["n"]  # Q8_0 changes about 1% of answers here
+
+
+def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data_dir):
+    code, data = check_json(arc_store, str(broken_model), tmp_path, data_dir)
+    assert code == ExitCode.REGRESSION
+    assert data["verdict"] == "REGRESSION"
+    [unit] = data["units"]
+    assert unit["b"] > unit["c"] and unit["adjusted_pvalue"] < 0.05
+    assert unit["candidate"] < unit["baseline"] - 0.1
+
+
+def test_changed_prompt_is_refused(store, tmp_path):
+    copy = tmp_path / "store"
+    subprocess.run(["cp", "-r", str(store), str(copy)], check=True)
+    manifest = copy / "main" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["tasks"]["builtin_dates"]["prompt_hash"] = "0" * 64
+    manifest.write_text(json.dumps(data))
+    code, text = run("check", "--baseline", "main", "--model", "smollm2-135m", "--store", str(copy))
+    assert code == ExitCode.BAD_INPUT and "builtin_dates" in text and "prompt" in text
+
+
+def test_bad_inputs_exit_2_and_overwrite_nothing(store, tmp_path):
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    policy = tmp_path / "p.yaml"
+    policy.write_text("alpha: 0.05\nmax_dorp: 0.02\n")
+    cases = [
+        (
+            "check",
+            "-b",
+            "main",
+            "-m",
+            "smollm2-135m",
+            "--store",
+            str(store),
+            "--policy",
+            str(policy),
+        ),
+        ("check", "-b", "../main", "-m", "smollm2-135m", "--store", str(store)),
+        ("check", "-b", "nope", "-m", "smollm2-135m", "--store", str(store)),
+        (
+            "baseline",
+            "create",
+            "--name",
+            "a/b",
+            "-m",
+            "smollm2-135m",
+            "-t",
+            "builtin",
+            "--store",
+            str(store),
+        ),
+    ]
+    for args in cases:
+        code, text = run(*args)
+        assert code == ExitCode.BAD_INPUT, (args, text)
+        assert "Traceback" not in text and len(text.strip().splitlines()) <= 2
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_corrupt_baseline_is_bad_input(store, tmp_path):
+    copy = tmp_path / "store"
+    subprocess.run(["cp", "-r", str(store), str(copy)], check=True)
+    records = copy / "main" / "records" / "builtin_units.jsonl"
+    records.write_text(records.read_text()[:-30])
+    code, text = run("check", "-b", "main", "-m", "smollm2-135m", "--store", str(copy))
+    assert code == ExitCode.BAD_INPUT and "builtin_units.jsonl" in text and "truncated" in text
+
+
+def test_drift_unchanged_setup_is_stable(store, tmp_path):
+    code, text = run("drift", "-b", "main", "--store", str(store))
+    assert code == 0, text
+    assert "STABLE" in verdict_line(text)
+
+
+def test_drift_refuses_swapped_model(store, broken_model):
+    code, text = run("drift", "-b", "main", "--store", str(store), "--model", str(broken_model))
+    assert code == ExitCode.BAD_INPUT and "sha256" in text
+
+
+def test_drift_reports_a_setting_that_changes_results(store):
+    code, text = run(
+        "drift", "-b", "main", "--store", str(store), "--model-args", "add_bos_token=true"
+    )
+    assert "DRIFT" in verdict_line(text)
+    assert "setting add_bos_token: False -> True" in text
+    assert code in (ExitCode.OK, ExitCode.REGRESSION)
+
+
+def test_shards_merge_to_identical_records(store, tmp_path):
+    for i in range(3):
+        code, text = run(
+            "baseline",
+            "create",
+            "--name",
+            "main",
+            "-m",
+            "smollm2-135m",
+            "-t",
+            TASKS,
+            "--limit",
+            LIMIT,
+            "--shard",
+            f"{i}/3",
+            "--save-run",
+            str(tmp_path / f"s{i}"),
+            "--no-cache",
+        )
+        assert code == 0, text
+    code, text = run(
+        "merge",
+        *(str(tmp_path / f"s{i}") for i in range(3)),
+        "--baseline",
+        "merged",
+        "--store",
+        str(tmp_path / "st"),
+    )
+    assert code == 0, text
+    for path in (store / "main" / "records").iterdir():
+        assert (
+            tmp_path / "st" / "merged" / "records" / path.name
+        ).read_bytes() == path.read_bytes()
+    manifest = json.loads((tmp_path / "st" / "merged" / "manifest.json").read_text())
+    original = json.loads((store / "main" / "manifest.json").read_text())
+    assert manifest["tasks"] == original["tasks"]
+
+
+def test_killed_eval_resumes_to_identical_records(store, tmp_path):
+    env = {**os.environ, "REGRESS_CACHE_DIR": str(tmp_path / "cache")}
+    args = [
+        sys.executable,
+        "-m",
+        "regress.cli",
+        "baseline",
+        "create",
+        "--name",
+        "main",
+        "-m",
+        "smollm2-135m",
+        "-t",
+        TASKS,
+        "--limit",
+        LIMIT,
+        "--store",
+        str(tmp_path / "st"),
+    ]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = tmp_path / "cache" / "results.sqlite"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists() and _rows(db) >= 128:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = _rows(db)
+    assert not (tmp_path / "st" / "main").exists()
+    finished = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    assert _rows(db) > done_before
+    for path in (store / "main" / "records").iterdir():
+        assert (tmp_path / "st" / "main" / "records" / path.name).read_bytes() == path.read_bytes()
+
+
+def verdict_line(text: str) -> str:
+    """The report's first line (the progress bar goes to stderr, mixed in here)."""
+    return next(line for line in text.splitlines() if line.startswith("## regress"))
+
+
+def _rows(db: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]

@@ -1,0 +1,371 @@
+"""Pairing, units and verdicts on small hand-built runs."""
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from regress.compare import MAX_FLIPS, ROLLING, UnitKind, Verdict, compare
+from regress.errors import BadInput, ExitCode
+from regress.manifest import BackendInfo, Manifest, ModelInfo, Run, TaskInfo
+from regress.policy import Inconclusive, Policy, UnitPolicy
+from regress.records import Record, Status
+from regress.stats import (
+    adjust_pvalues,
+    connor_n,
+    kl_divergence_choices,
+    mcnemar_pvalue,
+    paired_diff_ci,
+)
+
+RIGHT, WRONG = [-1.0, -2.0], [-2.0, -1.0]
+"""Log-likelihoods over two choices, target 0: argmax right or wrong."""
+
+
+def info(name, group=None, metric="acc", output_type="loglikelihood", prompt_hash="p" * 64):
+    return TaskInfo(name, group, 0, 0, metric, output_type, "d" * 64, prompt_hash)
+
+
+def record(task, doc_id, correct, status=Status.OK, doc_hash=None, metrics=None):
+    failed = status in (Status.ERROR, Status.TIMEOUT, Status.REFUSED)
+    return Record(
+        task=task,
+        doc_id=doc_id,
+        doc_hash=doc_hash or f"{task}-{doc_id}",
+        prompt_hash="x",
+        target=0,
+        pred=None if failed else (0 if correct else 1),
+        correct=None if failed else correct,
+        metrics=metrics if metrics is not None else ({} if failed else {"acc": float(correct)}),
+        scores={} if failed else {"loglik": RIGHT if correct else WRONG},
+        status=status,
+    )
+
+
+def run(name, records, infos):
+    manifest = Manifest(
+        name=name,
+        created="2026-01-01T00:00:00Z",
+        regress_version="0.1.0",
+        model=ModelInfo(ref=f"{name}.gguf", sha256=name[0] * 64),
+        backend=BackendInfo("llama_cpp", "0.3.36", {"n_ctx": 2048}),
+        suite_name="test",
+        tasks={i.name: i for i in infos},
+        command=f"regress check --model {name}.gguf",
+    )
+    return Run(manifest, records)
+
+
+def outcomes(n, b, c):
+    """Baseline and candidate 0/1 lists: b regressions, c fixes, the rest alternate agreeing."""
+    rest = [(i % 2, i % 2) for i in range(n - b - c)]
+    pairs = [(1, 0)] * b + [(0, 1)] * c + rest
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def runs(spec, groups=None, candidate_infos=None):
+    """Baseline and candidate runs from {task: (n, b, c)} and {task: group}."""
+    base_records, cand_records = {}, {}
+    for task, (n, b, c) in spec.items():
+        ours, theirs = outcomes(n, b, c)
+        base_records[task] = [record(task, i, x) for i, x in enumerate(ours)]
+        cand_records[task] = [record(task, i, y) for i, y in enumerate(theirs)]
+    infos = [info(task, (groups or {}).get(task)) for task in spec]
+    return (
+        run("base", base_records, infos),
+        run("cand", cand_records, candidate_infos or infos),
+    )
+
+
+def test_identical_runs_pass_with_no_flip():
+    base, _ = runs({"arc_easy": (300, 0, 0)})
+    result = compare(base, base, Policy())
+    (unit,) = result.units
+    assert result.verdict is Verdict.PASS and result.exit_code is ExitCode.OK
+    assert (unit.n, unit.b, unit.c, unit.delta, unit.pvalue) == (300, 0, 0, 0.0, 1.0)
+    assert unit.baseline == unit.candidate == 0.5
+    assert unit.kl_divergence == 0.0 and unit.top1_agreement == 1.0
+    assert result.flips == () and result.n_flips == 0 and result.warnings == ()
+
+
+def test_big_drop_is_a_regression_with_exit_1():
+    base, cand = runs({"arc_easy": (300, 40, 5)})
+    result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert result.verdict is Verdict.REGRESSION and result.exit_code is ExitCode.REGRESSION
+    assert unit.verdict is Verdict.REGRESSION and unit.kind is UnitKind.ACCURACY
+    assert unit.delta == pytest.approx(-35 / 300)
+    assert unit.pvalue == mcnemar_pvalue(40, 5)
+    assert unit.adjusted_pvalue == unit.pvalue
+    assert unit.ci == paired_diff_ci(40, 5, 300)
+    assert unit.discordance == pytest.approx(45 / 300)
+    assert unit.kl_divergence == pytest.approx(45 / 300 * kl_divergence_choices(RIGHT, WRONG))
+    assert unit.top1_agreement == pytest.approx(255 / 300)
+    assert result.n_flips == 45
+    assert [f.regressed for f in result.flips] == [True] * 40 + [False] * 5
+    first = result.flips[0]
+    assert (first.task, first.doc_id, first.baseline_pred, first.candidate_pred) == (
+        "arc_easy",
+        0,
+        0,
+        1,
+    )
+
+
+def test_small_drop_at_small_n_is_inconclusive_with_the_n_that_would_decide():
+    base, cand = runs({"arc_easy": (300, 28, 19)})
+    result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert unit.verdict is Verdict.INCONCLUSIVE
+    assert unit.n_needed == connor_n(47 / 300, 9 / 300, 0.05, 0.8)
+    assert unit.n_needed > 1000
+    assert result.verdict is Verdict.INCONCLUSIVE and result.exit_code is ExitCode.OK
+    strict = compare(base, cand, Policy(inconclusive=Inconclusive.FAIL))
+    assert strict.exit_code is ExitCode.REGRESSION
+
+
+def test_a_significant_drop_within_max_drop_passes():
+    base, cand = runs({"mmlu_x": (10_000, 150, 50)})
+    (unit,) = compare(base, cand, Policy()).units
+    assert unit.pvalue < 1e-10 and unit.delta == pytest.approx(-0.01)
+    assert unit.verdict is Verdict.PASS
+
+
+def test_too_few_examples_is_inconclusive():
+    base, cand = runs({"arc_easy": (40, 0, 0)})
+    (unit,) = compare(base, cand, Policy()).units
+    assert unit.verdict is Verdict.INCONCLUSIVE and unit.n_needed == 100
+    (unit,) = compare(base, cand, Policy(min_examples=40)).units
+    assert unit.verdict is Verdict.PASS
+
+
+def test_different_prompt_hash_is_refused_unless_allowed():
+    other = [info("arc_easy", prompt_hash="q" * 64)]
+    base, cand = runs({"arc_easy": (200, 0, 0)}, candidate_infos=other)
+    with pytest.raises(BadInput) as error:
+        compare(base, cand, Policy())
+    assert "task arc_easy: prompt hash differs (baseline pppppppppppp, candidate qqqqqqqqqqqq)" in (
+        str(error.value)
+    )
+    assert error.value.exit_code is ExitCode.BAD_INPUT
+    result = compare(base, cand, Policy(), allow_mismatch=True)
+    assert result.units[0].n == 200
+    assert "prompt hash differs" in result.warnings[0]
+
+
+def test_missing_task_is_refused_unless_allowed():
+    base, _ = runs({"arc_easy": (200, 0, 0), "piqa": (200, 0, 0)})
+    cand, _ = runs({"arc_easy": (200, 0, 0), "boolq": (200, 0, 0)})
+    with pytest.raises(BadInput, match="task piqa: in the baseline but not in the candidate"):
+        compare(base, cand, Policy())
+    result = compare(base, cand, Policy(), allow_mismatch=True)
+    assert [u.name for u in result.units] == ["arc_easy"]
+    assert any("boolq: only in the candidate" in w for w in result.warnings)
+
+
+def test_documents_with_another_hash_or_missing_are_left_unpaired():
+    base, cand = runs({"arc_easy": (200, 0, 0)})
+    records = list(cand.records["arc_easy"])
+    records[3] = record("arc_easy", 3, records[3].correct, doc_hash="changed")
+    records[7] = record("arc_easy", 7, records[7].correct, doc_hash="changed")
+    del records[10:13]
+    cand = Run(cand.manifest, {"arc_easy": records})
+    result = compare(base, cand, Policy())
+    assert result.unpaired == 5 and result.units[0].n == 195
+    assert result.warnings == (
+        "task arc_easy: 3 baseline examples missing from the candidate, "
+        "2 with a different doc_hash; left unpaired",
+    )
+
+
+def test_candidate_failures_count_as_wrong_and_too_many_are_an_error():
+    base, cand = runs({"arc_easy": (300, 0, 0)})
+    records = list(cand.records["arc_easy"])
+    # Odd doc ids are right in both runs (see `outcomes`): fail 5 of them.
+    for i in range(1, 10, 2):
+        records[i] = record("arc_easy", i, None, status=Status.ERROR)
+    records[0] = record("arc_easy", 0, 0, status=Status.TRUNCATED)
+    result = compare(base, Run(cand.manifest, {"arc_easy": records}), Policy())
+    (unit,) = result.units
+    assert (unit.b, unit.c) == (5, 0)
+    assert unit.candidate_failures == {"error": 5, "truncated": 1}
+    assert unit.baseline_failures == {}
+    assert unit.error_rate == pytest.approx(5 / 300)
+    assert all(f.candidate_status == "error" for f in result.flips)
+    # Failures on examples both got wrong change no outcome, only the error rate.
+    for i in range(10, 40, 2):
+        records[i] = record("arc_easy", i, None, status=Status.TIMEOUT)
+    result = compare(base, Run(cand.manifest, {"arc_easy": records}), Policy())
+    assert result.units[0].verdict is Verdict.ERROR
+    assert result.verdict is Verdict.ERROR and result.exit_code is ExitCode.RUN_FAILED
+
+
+def test_group_is_one_unit_with_subjects_and_holm_across_units():
+    spec = {"mmlu_a": (400, 30, 10), "mmlu_b": (400, 10, 10), "arc_easy": (300, 28, 19)}
+    base, cand = runs(spec, groups={"mmlu_a": "mmlu", "mmlu_b": "mmlu"})
+    result = compare(base, cand, Policy())
+    arc, mmlu = result.units
+    assert (mmlu.name, mmlu.tasks, mmlu.n, mmlu.b, mmlu.c) == (
+        "mmlu",
+        ("mmlu_a", "mmlu_b"),
+        800,
+        40,
+        20,
+    )
+    assert [(s.task, s.n, s.b, s.c, s.delta) for s in mmlu.subjects] == [
+        ("mmlu_a", 400, 30, 10, -0.05),
+        ("mmlu_b", 400, 10, 10, 0.0),
+    ]
+    assert arc.subjects == ()
+    expected = adjust_pvalues([arc.pvalue, mmlu.pvalue])
+    assert [arc.adjusted_pvalue, mmlu.adjusted_pvalue] == pytest.approx(expected)
+    # Holm: the smaller p is doubled, the larger kept (it stays above the doubled one).
+    assert mmlu.adjusted_pvalue == pytest.approx(2 * mmlu.pvalue)
+    assert arc.adjusted_pvalue == pytest.approx(arc.pvalue)
+    # Two gated units: the n that would decide arc_easy is planned at alpha / 2.
+    assert arc.n_needed == connor_n(47 / 300, 9 / 300, 0.05, 0.8, units=2)
+
+
+def test_ungated_unit_is_reported_but_does_not_decide():
+    base, cand = runs({"arc_easy": (300, 40, 5)})
+    policy = Policy(units={"arc_easy": UnitPolicy(gate=False), "nope": UnitPolicy()})
+    result = compare(base, cand, policy)
+    (unit,) = result.units
+    assert unit.verdict is Verdict.REGRESSION and not unit.gated
+    assert unit.adjusted_pvalue is None
+    assert result.verdict is Verdict.PASS and result.exit_code is ExitCode.OK
+    assert result.warnings == ("policy names unit 'nope', which is not in this suite",)
+
+
+def test_metric_override_pairs_on_that_metric():
+    base, cand = runs({"arc_easy": (200, 0, 0)})
+    # acc_norm says the candidate got the first 30 wrong; acc (correct) says nothing changed.
+    records = [
+        record("arc_easy", r.doc_id, r.correct, metrics={"acc_norm": 0.0 if r.doc_id < 30 else 1.0})
+        for r in cand.records["arc_easy"]
+    ]
+    base_records = [
+        record("arc_easy", r.doc_id, r.correct, metrics={"acc_norm": 1.0})
+        for r in base.records["arc_easy"]
+    ]
+    base = Run(base.manifest, {"arc_easy": base_records})
+    cand = Run(cand.manifest, {"arc_easy": records})
+    assert compare(base, cand, Policy()).units[0].b == 0
+    unit = compare(base, cand, Policy(metric="acc_norm")).units[0]
+    assert (unit.metric, unit.b, unit.c) == ("acc_norm", 30, 0)
+    assert unit.verdict is Verdict.REGRESSION
+
+
+def test_non_binary_metric_is_bad_input():
+    base, _ = runs({"arc_easy": (200, 0, 0)})
+    records = [record("arc_easy", 0, 1, metrics={"mc2": 0.7}), *base.records["arc_easy"][1:]]
+    base = Run(base.manifest, {"arc_easy": records})
+    with pytest.raises(BadInput, match="task arc_easy doc 0: mc2 is 0.7, not 0/1"):
+        compare(base, base, Policy(metric="mc2"))
+
+
+def perplexity_runs(shift, failed=()):
+    """60 documents of 100 words; the candidate's loglik is lower by shift * (1 + i % 3)."""
+    task = info("wikitext", metric="word_perplexity", output_type="loglikelihood_rolling")
+
+    def doc(i, loglik, status=Status.OK):
+        metrics = {} if status != Status.OK else {"loglik": loglik, "n_words": 100.0}
+        return Record("wikitext", i, f"w{i}", "x", None, None, None, metrics, {}, status)
+
+    ours = [doc(i, -300.0 - i) for i in range(60)]
+    theirs = [
+        doc(i, -300.0 - i - shift * (1 + i % 3), Status.ERROR if i in failed else Status.OK)
+        for i in range(60)
+    ]
+    return run("base", {"wikitext": ours}, [task]), run("cand", {"wikitext": theirs}, [task])
+
+
+def test_perplexity_unit_regresses_on_a_significant_relative_increase():
+    base, cand = perplexity_runs(shift=4.0)
+    result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert unit.kind is UnitKind.PERPLEXITY and unit.metric == "word_perplexity"
+    assert unit.n == 60 and unit.b is None and unit.ci is None
+    # Mean extra loss 8 nats over 100 words: perplexity grows by e^0.08 - 1.
+    assert unit.delta == pytest.approx(0.0833, abs=1e-4)
+    assert unit.pvalue < 1e-6
+    assert unit.verdict is Verdict.REGRESSION and result.exit_code is ExitCode.REGRESSION
+    assert result.n_flips == 0
+
+
+def test_perplexity_pass_and_failed_documents_left_out():
+    base, cand = perplexity_runs(shift=0.5, failed={0, 1})
+    (unit,) = compare(base, cand, Policy()).units
+    assert unit.n == 58 and unit.candidate_failures == {"error": 2}
+    assert unit.delta == pytest.approx(0.01, abs=1e-3)
+    assert unit.verdict is Verdict.PASS
+    (unit,) = compare(base, base, Policy()).units
+    assert unit.delta == 0 and unit.pvalue == 1.0 and unit.verdict is Verdict.PASS
+
+
+def test_flips_are_capped_and_the_comparison_is_json():
+    base, cand = runs({"arc_easy": (1000, 150, 100)})
+    result = compare(base, cand, Policy())
+    assert result.n_flips == 250 and len(result.flips) == MAX_FLIPS
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["verdict"] == "REGRESSION" and data["exit_code"] == 1
+    assert data["units"][0]["b"] == 150 and data["policy"]["correction"] == "holm"
+    assert data["candidate"]["sha256"] == "c" * 64
+    assert data["command"] == "regress check --model cand.gguf"
+
+
+def score_runs(shift, n=200):
+    """TruthfulQA MC2-like records: no 0/1 `correct`, a probability mass in `acc`."""
+    task = info("truthfulqa_mc2")
+
+    def doc(i, mass):
+        return Record("truthfulqa_mc2", i, f"t{i}", "x", 0, 0, None, {"acc": mass}, {})
+
+    masses = [0.2 + 0.6 * ((i * 37) % 100) / 100 for i in range(n)]
+    # The candidate loses `shift` on most examples, gains a little on every fifth.
+    moved = [m + (0.01 if i % 5 == 0 else -shift) for i, m in enumerate(masses)]
+    return (
+        run("base", {"truthfulqa_mc2": [doc(i, m) for i, m in enumerate(masses)]}, [task]),
+        run("cand", {"truthfulqa_mc2": [doc(i, m) for i, m in enumerate(moved)]}, [task]),
+    )
+
+
+def test_score_unit_pairs_means_with_a_t_test():
+    base, cand = score_runs(shift=0.05)
+    result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert unit.kind is UnitKind.SCORE and unit.metric == "acc"
+    assert (unit.n, unit.b, unit.c) == (200, 160, 40)
+    assert unit.delta == pytest.approx((40 * 0.01 - 160 * 0.05) / 200)
+    assert unit.ci[0] < unit.delta < unit.ci[1]
+    assert unit.pvalue < 1e-10 and unit.verdict is Verdict.REGRESSION
+    assert result.n_flips == 0
+    (unit,) = compare(base, base, Policy()).units
+    assert unit.verdict is Verdict.PASS and unit.pvalue == 1.0
+
+
+def test_a_group_mixing_kinds_is_bad_input():
+    base, cand = runs({"a": (200, 0, 0)}, groups={"a": "mixed"})
+    wiki, _ = perplexity_runs(shift=0.0)
+    infos = [info("a", "mixed"), info("wikitext", "mixed", "word_perplexity", ROLLING)]
+    mixed = run("base", {**base.records, **wiki.records}, infos)
+    with pytest.raises(BadInput, match="unit mixed: mixes accuracy and perplexity tasks"):
+        compare(mixed, mixed, Policy())
+
+
+def test_perplexity_metric_named_by_the_policy():
+    base, cand = perplexity_runs(shift=4.0)
+    bytes_ = [
+        dataclasses.replace(r, metrics={**r.metrics, "n_bytes": 400.0})
+        for r in base.records["wikitext"]
+    ]
+    base = Run(base.manifest, {"wikitext": bytes_})
+    policy = Policy(units={"wikitext": UnitPolicy(metric="bits_per_byte")})
+    (unit,) = compare(base, cand, policy).units
+    # Σll = -(300 + ... + 359) = -19770 over 60 * 400 bytes.
+    assert unit.metric == "bits_per_byte"
+    assert unit.baseline == pytest.approx(19770 / 24000 / math.log(2))
+    policy = Policy(units={"wikitext": UnitPolicy(metric="perplexity")})
+    with pytest.raises(BadInput, match="unknown perplexity metric 'perplexity'"):
+        compare(base, cand, policy)

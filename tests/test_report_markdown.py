@@ -1,0 +1,305 @@
+"""The Markdown and JSON reports of a small fixed comparison, to the character."""
+
+import dataclasses
+import json
+import math
+
+from regress.compare import (
+    Comparison,
+    Fingerprint,
+    Flip,
+    SubjectResult,
+    UnitKind,
+    UnitResult,
+    Verdict,
+)
+from regress.errors import ExitCode
+from regress.policy import Policy, UnitPolicy
+from regress.report.json_report import render_json
+from regress.report.markdown import MARKER, render_markdown
+
+
+def unit(name, **fields):
+    base = dict(
+        name=name,
+        kind=UnitKind.ACCURACY,
+        metric="acc",
+        tasks=(name,),
+        gated=True,
+        n=300,
+        baseline=0.5,
+        candidate=0.5,
+        delta=0.0,
+        ci=(-0.03, 0.03),
+        b=0,
+        c=0,
+        discordance=0.0,
+        pvalue=1.0,
+        adjusted_pvalue=1.0,
+        threshold=0.02,
+        verdict=Verdict.PASS,
+        reason="Δ +0.0 pts, within max_drop 2.0 pts",
+        n_needed=None,
+        kl_divergence=0.0,
+        top1_agreement=1.0,
+        baseline_failures={},
+        candidate_failures={},
+        error_rate=0.0,
+    )
+    return UnitResult(**{**base, **fields})
+
+
+ARC = unit(
+    "arc_easy",
+    candidate=0.47,
+    delta=-0.03,
+    ci=(-0.0612, 0.0011),
+    b=28,
+    c=19,
+    discordance=47 / 300,
+    pvalue=0.0967,
+    adjusted_pvalue=0.1934,
+    verdict=Verdict.INCONCLUSIVE,
+    reason="drop of 3.0 pts > max_drop 2.0 pts but adj. p 0.193 >= alpha 0.05",
+    n_needed=1873,
+    kl_divergence=0.1812,
+    top1_agreement=0.8433,
+    candidate_failures={"timeout": 1, "truncated": 2},
+    error_rate=1 / 300,
+)
+MMLU = unit(
+    "mmlu",
+    tasks=("mmlu_anatomy", "mmlu_virology"),
+    n=200,
+    baseline=0.3,
+    candidate=0.2,
+    delta=-0.1,
+    ci=(-0.15, -0.055),
+    b=25,
+    c=5,
+    discordance=0.15,
+    pvalue=0.0002,
+    adjusted_pvalue=0.0004,
+    verdict=Verdict.REGRESSION,
+    reason="drop of 10.0 pts > max_drop 2.0 pts and adj. p 0.0004 < alpha 0.05",
+    kl_divergence=0.25,
+    top1_agreement=0.85,
+    subjects=(
+        SubjectResult("mmlu_anatomy", 100, 0.3, 0.15, -0.15, 18, 3),
+        SubjectResult("mmlu_virology", 100, 0.3, 0.25, -0.05, 7, 2),
+    ),
+)
+TQA = unit(
+    "truthfulqa_mc2",
+    kind=UnitKind.SCORE,
+    n=817,
+    baseline=0.4012,
+    candidate=0.3958,
+    delta=-0.0054,
+    ci=(-0.0101, -0.0007),
+    b=450,
+    c=367,
+    discordance=1.0,
+    pvalue=0.0123,
+    adjusted_pvalue=0.0369,
+    reason="Δ -0.5 pts, within max_drop 2.0 pts",
+    kl_divergence=0.0912,
+    top1_agreement=0.9021,
+)
+WIKI = unit(
+    "wikitext",
+    kind=UnitKind.PERPLEXITY,
+    metric="word_perplexity",
+    n=62,
+    baseline=30.125,
+    candidate=30.4,
+    delta=0.00913,
+    ci=None,
+    b=None,
+    c=None,
+    discordance=None,
+    pvalue=0.0312,
+    adjusted_pvalue=0.0624,
+    threshold=0.02,
+    reason="word_perplexity +0.91%, within max_relative_increase 2.00%",
+    kl_divergence=None,
+    top1_agreement=None,
+)
+SIDES = {
+    "baseline": Fingerprint(
+        "q4_1", "smollm2-135m", "ab" * 32, "Q4_1", "llama_cpp", "0.3.36", {"n_ctx": 2048}, "t0"
+    ),
+    "candidate": Fingerprint(
+        "q4_0", "q4_0.gguf", "cd" * 32, "Q4_0", "llama_cpp", "0.3.36", {"n_ctx": 2048}, "t1"
+    ),
+}
+COMPARISON = Comparison(
+    verdict=Verdict.REGRESSION,
+    exit_code=ExitCode.REGRESSION,
+    units=(ARC, MMLU, TQA, WIKI),
+    flips=(
+        Flip("mmlu_anatomy", 4, 2, 1, 2, True, "ok"),
+        Flip("arc_easy", 17, 0, None, 0, True, "timeout"),
+        Flip("arc_easy", 9, "a | b", "c", "c", False, "ok"),
+    ),
+    n_flips=3,
+    unpaired=0,
+    warnings=("policy names unit 'piqa', which is not in this suite",),
+    policy=Policy(units={"piqa": UnitPolicy(max_drop=0.05)}),
+    suite="default",
+    command="regress check --baseline q4_1 --model q4_0.gguf",
+    **SIDES,
+)
+
+EXPECTED = """\
+## regress: ❌ REGRESSION in 1 of 4 units
+
+Candidate **q4_0** vs baseline **q4_1**, suite `default`: 2 passed, 1 regressed, 1 inconclusive \
+(1,379 paired examples). Exit code 1.
+
+| unit | n | baseline | candidate | Δ pts [95% CI] | b / c | p | adj. p | verdict |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| arc_easy | 300 | 50.0% | 47.0% | -3.0 [-6.1, +0.1] | 28 / 19 | 0.097 | 0.193 | ⚠️ INCONCLUSIVE |
+| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | 25 / 5 | <0.001 | <0.001 | ❌ REGRESSION |
+| truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 [-1.0, -0.1] | 450 / 367 | 0.012 | 0.037 | ✅ PASS |
+
+| unit | documents | metric | baseline | candidate | change | p | adj. p | verdict |
+| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |
+| wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% | 0.031 | 0.062 | ✅ PASS |
+
+### Notes
+
+- ⚠️ **arc_easy**: drop of 3.0 pts > max_drop 2.0 pts but adj. p 0.193 >= alpha 0.05; \
+n≈1,873 would decide at the observed discordance (15.7% flipped)
+- ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts and adj. p 0.0004 < alpha 0.05
+
+### How the answers moved
+
+| unit | outcomes changed | mean KL over choices | top-1 agreement |
+| --- | ---: | ---: | ---: |
+| arc_easy | 15.7% | 0.1812 | 84.3% |
+| mmlu | 15.0% | 0.2500 | 85.0% |
+| truthfulqa_mc2 | 100.0% | 0.0912 | 90.2% |
+
+### Most-regressed subjects
+
+| unit | subject | n | baseline | candidate | Δ pts | b / c |
+| --- | --- | ---: | ---: | ---: | ---: | ---: |
+| mmlu | mmlu_anatomy | 100 | 30.0% | 15.0% | -15.0 | 18 / 3 |
+| mmlu | mmlu_virology | 100 | 30.0% | 25.0% | -5.0 | 7 / 2 |
+
+### Flips (first 3 of 3)
+
+| task | doc | baseline | candidate | target |  |
+| --- | ---: | --- | --- | --- | --- |
+| mmlu_anatomy | 4 | 2 | 1 | 2 | ❌ regressed |
+| arc_easy | 17 | 0 | – (timeout) | 0 | ❌ regressed |
+| arc_easy | 9 | a \\| b | c | c | ✅ fixed |
+
+### Failures
+
+| unit | baseline | candidate | candidate error rate |
+| --- | --- | --- | ---: |
+| arc_easy | – | timeout 1, truncated 2 | 0.3% |
+
+### Models
+
+|  | baseline | candidate |
+| --- | --- | --- |
+| run | q4_1 | q4_0 |
+| model | `smollm2-135m` | `q4_0.gguf` |
+| sha256 | `abababababab` | `cdcdcdcdcdcd` |
+| quantization | Q4_1 | Q4_0 |
+| backend | llama_cpp 0.3.36 | llama_cpp 0.3.36 |
+| params | n_ctx=2048 | n_ctx=2048 |
+| created | t0 | t1 |
+
+### Policy
+
+`alpha: 0.05` · `correction: holm` · `test: midp` · `max_drop: 0.02` · `inconclusive: warn` · \
+`max_error_rate: 0.05` · `min_examples: 100` · `power: 0.8` · \
+`perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` · `units.piqa.gate: true`
+
+### Warnings
+
+- policy names unit 'piqa', which is not in this suite
+
+### Reproduce
+
+```sh
+regress check --baseline q4_1 --model q4_0.gguf
+```
+
+<!-- regress-report -->
+"""
+
+
+def test_markdown_is_exactly_the_expected_report():
+    assert render_markdown(COMPARISON) == EXPECTED
+
+
+def test_pass_headline_and_no_failures():
+    passing = dataclasses.replace(
+        COMPARISON,
+        verdict=Verdict.PASS,
+        exit_code=ExitCode.OK,
+        units=(unit("arc_easy"),),
+        flips=(),
+        n_flips=0,
+        warnings=(),
+    )
+    text = render_markdown(passing)
+    assert text.splitlines()[0] == "## regress: ✅ PASS (1 unit)"
+    assert "No failed or truncated examples on either side." in text
+    assert "### Flips" not in text and "### Notes" not in text
+
+
+def many_flips(count):
+    flips = tuple(Flip("arc_easy", i, 0, 1, 0, True, "ok") for i in range(count))
+    return dataclasses.replace(COMPARISON, flips=flips, n_flips=count + 50)
+
+
+def test_flips_are_truncated_first_to_fit():
+    comparison = many_flips(200)
+    full = render_markdown(comparison)
+    assert "### Flips (first 25 of 250)" in full and "_(truncated: 225 more)_" in full
+    limit = len(full.encode()) - 200
+    text = render_markdown(comparison, max_bytes=limit)
+    assert len(text.encode()) <= limit
+    assert "### Flips (first 12 of 250)" in text and "_(truncated: 238 more)_" in text
+    assert "| mmlu | mmlu_virology |" in text  # subjects untouched while flips can shrink
+    assert text.splitlines()[0] == "## regress: ❌ REGRESSION in 1 of 4 units"
+    assert text.endswith(f"\n{MARKER}\n")
+
+
+def test_subjects_are_cut_after_the_flips_then_the_tail():
+    subjects = tuple(SubjectResult(f"mmlu_s{i:02d}", 5, 0.4, 0.2, -0.2, 1, 0) for i in range(40))
+    comparison = dataclasses.replace(
+        many_flips(200), units=(ARC, dataclasses.replace(MMLU, subjects=subjects), TQA, WIKI)
+    )
+    assert "_(truncated: 30 more)_" in render_markdown(comparison)
+    without_flips = dataclasses.replace(comparison, flips=(), n_flips=0)
+    stub = "\n\n### Flips (250)\n\n_(truncated: 250 more)_"
+    budget = len(render_markdown(without_flips).encode()) + len(stub.encode())
+    text = render_markdown(comparison, max_bytes=budget)
+    assert stub in text and "_(truncated: 30 more)_" in text
+    assert len(text.encode()) == budget
+    text = render_markdown(comparison, max_bytes=budget - 1)
+    assert stub in text and "_(truncated: 35 more)_" in text
+    tiny = render_markdown(comparison, max_bytes=600)
+    assert len(tiny.encode()) <= 600
+    assert tiny.splitlines()[0] == "## regress: ❌ REGRESSION in 1 of 4 units"
+    assert tiny.endswith(f"_(truncated: the report exceeded 600 bytes)_\n\n{MARKER}\n")
+
+
+def test_json_is_sorted_stable_and_strict():
+    text = render_json(COMPARISON)
+    assert text == render_json(COMPARISON)
+    data = json.loads(text)
+    assert list(data) == sorted(data)
+    assert data["verdict"] == "REGRESSION" and data["exit_code"] == 1
+    assert data["units"][0]["n_needed"] == 1873
+    assert data["units"][1]["subjects"][0]["task"] == "mmlu_anatomy"
+    assert data["policy"]["units"] == {"piqa": {"gate": True, "max_drop": 0.05}}
+    broken = dataclasses.replace(COMPARISON, units=(unit("arc_easy", kl_divergence=math.nan),))
+    assert json.loads(render_json(broken))["units"][0]["kl_divergence"] is None
