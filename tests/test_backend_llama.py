@@ -172,3 +172,43 @@ def test_non_gguf_file_is_bad_input(tmp_path):
     fake.write_bytes(b"not a model at all")
     with pytest.raises(BadInput, match="not a GGUF file"):
         LlamaCppBackend(str(fake))
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    b = LlamaCppBackend("gemma3-270m", n_ctx=1024)
+    yield b
+    b.close()
+
+
+def test_sliding_window_model_falls_back_to_full_passes(gemma):
+    """Gemma 3's sliding-window attention scores a rewound prefix differently (FACTS.md), so
+    reuse is off by default there, and its results equal independent full passes."""
+    assert gemma.prefix_reuse is False and gemma.fingerprint()["params"]["prefix_reuse"] is False
+    # Another context first: rewinding past it is where a sliding-window cache goes wrong.
+    requests = [LoglikelihoodRequest("The capital of France is", " Paris")]
+    requests += [LoglikelihoodRequest(CONTEXT, c) for c in CHOICES]
+    results = gemma.loglikelihood(requests)
+    direct = Llama(model_path=str(gemma._path), n_ctx=1024, logits_all=True, verbose=False)
+    try:
+        for request, result in zip(requests, results, strict=True):
+            ctx = [direct.token_bos(), *direct.tokenize(request.context.encode(), add_bos=False)]
+            whole = direct.tokenize(
+                (request.context + request.continuation).encode(), add_bos=False
+            )
+            cont = whole[len(ctx) - 1 :]
+            direct.reset()
+            direct.eval(ctx + cont[:-1])
+            logits = np.array(direct.scores[len(ctx) - 1 : len(ctx) - 1 + len(cont)], np.float64)
+            logz = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+            expected = sum(logits[i, t] - logz[i] for i, t in enumerate(cont))
+            assert result.logprob == pytest.approx(expected, abs=1e-4)
+    finally:
+        direct.close()
+    forced = LlamaCppBackend("gemma3-270m", n_ctx=1024, prefix_reuse=True)
+    try:
+        reused = forced.loglikelihood(requests)
+    finally:
+        forced.close()
+    # The reason for the fallback: forcing reuse on this model moves the scores.
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(results, reused, strict=True)) > 1e-3

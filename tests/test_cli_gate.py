@@ -290,6 +290,7 @@ def test_killed_eval_resumes_to_identical_records(store, tmp_path):
     finished = subprocess.run(args, env=env, capture_output=True, text=True)
     assert finished.returncode == 0, finished.stderr
     assert _rows(db) > done_before
+    assert f"reused {done_before} cached results" in finished.stderr
     for path in (store / "main" / "records").iterdir():
         assert (tmp_path / "st" / "main" / "records" / path.name).read_bytes() == path.read_bytes()
 

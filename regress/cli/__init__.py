@@ -10,6 +10,7 @@ from regress.cli.check import check
 from regress.cli.drift import drift
 from regress.cli.eval import eval_command
 from regress.cli.merge import merge
+from regress.cli.models import models
 from regress.cli.plan import plan
 from regress.cli.quantize import quantize
 
@@ -27,7 +28,7 @@ def cli() -> None:
     """
 
 
-for command in (eval_command, baseline, check, drift, merge, plan, quantize):
+for command in (eval_command, baseline, check, drift, merge, models, plan, quantize):
     cli.add_command(command)
 
 

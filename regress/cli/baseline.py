@@ -14,6 +14,7 @@ from regress.cli.common import (
     data_source,
     handles_errors,
     model_options,
+    note_cache,
     open_cache,
     parse_args,
     parse_shard,
@@ -24,6 +25,7 @@ from regress.cli.common import (
 from regress.config import inline_suite, load_suite
 from regress.engine import digest
 from regress.errors import BadInput
+from regress.lm_eval_import import read_lm_eval_run
 from regress.models import file_sha256, resolve_model_path
 from regress.runner import run_specs, suite_specs
 from regress.store import Store, read_run, validate_name, write_run
@@ -102,6 +104,7 @@ def create(
             cache=open_cache(no_cache, cache_dir),
             shard=parse_shard(shard),
         )
+    note_cache(outcome.cached)
     if save_run:
         write_run(outcome.run, save_run)
         if shard:
@@ -220,3 +223,38 @@ def promote(run_dir: Path, name: str, store: Path) -> None:
     renamed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, name=name))
     path = Store(store).save(renamed)
     click.echo(f"promoted {run_dir} to baseline {name!r} -> {path}")
+
+
+@baseline.command("import-lm-eval")
+@click.option(
+    "--samples",
+    "samples_dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="lm-eval's --output_path (or its model subfolder), written with --log_samples.",
+)
+@click.option("--name", required=True, help="Baseline name, e.g. main.")
+@click.option("--tasks", "-t", help="Comma-separated tasks to import (default: every task).")
+@store_option
+@handles_errors
+def import_lm_eval(samples_dir: Path, name: str, tasks: str | None, store: Path) -> None:
+    """Store an lm-eval run's samples as baseline NAME, without rerunning anything.
+
+    Examples pair with regress's own runs when the documents and prompts are identical
+    (same doc and prompt hashes), so `regress check` can gate a model against it.
+
+    \b
+    Example:
+      lm-eval --model hf --model_args pretrained=DIR --tasks arc_easy \\
+        --output_path out/ --log_samples
+      regress baseline import-lm-eval --samples out/ --name main
+    """
+    validate_name(name)
+    wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    run = read_lm_eval_run(samples_dir, name, wanted)
+    path = Store(store).save(run)
+    n = sum(t.n for t in run.manifest.tasks.values())
+    click.echo(
+        f"imported lm-eval run as baseline {name!r}: {n} examples in {len(run.records)} "
+        f"tasks -> {path}"
+    )

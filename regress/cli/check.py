@@ -16,6 +16,7 @@ from regress.cli.common import (
     data_source,
     exit_with,
     handles_errors,
+    note_cache,
     open_cache,
     parse_args,
     parse_shard,
@@ -24,6 +25,7 @@ from regress.cli.common import (
 )
 from regress.compare import Comparison, compare
 from regress.errors import BadInput
+from regress.lm_eval_import import read_lm_eval_run
 from regress.manifest import Run
 from regress.policy import load_policy
 from regress.report.json_report import render_json
@@ -52,6 +54,12 @@ def candidate_args(baseline: Run, backend: str, overrides: dict[str, Any]) -> di
     "--candidate-run",
     type=click.Path(path_type=Path),
     help="Gate an already stored run (a merged shard run) instead of running --model.",
+)
+@click.option(
+    "--candidate-samples",
+    type=click.Path(path_type=Path),
+    help="Gate an lm-eval run (its --output_path, written with --log_samples) instead of "
+    "running --model.",
 )
 @click.option(
     "--backend", type=click.Choice(BACKENDS), default=None, help="Default: the baseline's backend."
@@ -87,6 +95,7 @@ def check(
     baseline_name: str,
     model: str | None,
     candidate_run: Path | None,
+    candidate_samples: Path | None,
     backend: str | None,
     model_args: str | None,
     policy_path: Path | None,
@@ -116,9 +125,12 @@ def check(
       regress check --baseline main --model cand.gguf --report-md report.md
       regress check --baseline main --model cand.gguf --shard 0/2 --save-run shard0/
       regress merge shard0/ shard1/ -o cand/ && regress check -b main --candidate-run cand/
+      regress check -b main --candidate-samples lm-eval-out/
     """
-    if (model is None) == (candidate_run is None):
-        raise click.UsageError("give exactly one of --model or --candidate-run")
+    if sum(x is not None for x in (model, candidate_run, candidate_samples)) != 1:
+        raise click.UsageError(
+            "give exactly one of --model, --candidate-run or --candidate-samples"
+        )
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
     base = Store(store).load(baseline_name)
@@ -128,8 +140,27 @@ def check(
         emit(result, report_md, report_json)
         exit_with(result.exit_code)
         return
+    if candidate_samples is not None:
+        # The user chose these files, so a backend change needs no opt-in; it is still noise.
+        candidate = read_lm_eval_run(candidate_samples, "candidate")
+        result = compare(base, candidate, policy, allow_mismatch=allow_mismatch)
+        theirs, ours = candidate.manifest.backend.name, base.manifest.backend.name
+        if theirs != ours:
+            note = (
+                f"candidate read from lm-eval files ({theirs}), baseline ran on {ours}: part of "
+                "any difference is backend noise, not the model"
+            )
+            result = dataclasses.replace(result, warnings=(note, *result.warnings))
+        emit(result, report_md, report_json)
+        exit_with(result.exit_code)
+        return
     assert model is not None
     base_backend = base.manifest.backend.name
+    if backend is None and base_backend not in BACKENDS:
+        raise click.UsageError(
+            f"baseline {baseline_name!r} came from {base_backend}: choose --backend for the "
+            "candidate (with --allow-backend-change)"
+        )
     chosen = backend or base_backend
     warnings = []
     if chosen != base_backend:
@@ -156,6 +187,7 @@ def check(
             cache=open_cache(no_cache, cache_dir),
             shard=parse_shard(shard),
         )
+    note_cache(outcome.cached)
     if save_run:
         write_run(outcome.run, save_run)
     if shard:

@@ -147,6 +147,12 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, int], None]]:
         yield update
 
 
+def note_cache(cached: int) -> None:
+    """Say when a run replayed cached results (a resumed or repeated run)."""
+    if cached:
+        stderr.print(f"reused {cached} cached results (--no-cache recomputes them)")
+
+
 def exit_with(code: ExitCode) -> None:
     """Exit with a documented code (no-op for 0, so click finishes normally)."""
     if code != ExitCode.OK:

@@ -13,6 +13,7 @@ from regress.cli.common import (
     data_source,
     handles_errors,
     model_options,
+    note_cache,
     open_cache,
     parse_args,
     parse_shard,
@@ -83,6 +84,7 @@ def eval_command(
             cache=open_cache(no_cache, cache_dir),
             shard=parse_shard(shard),
         )
+    note_cache(outcome.cached)
     stdout().print(results_table(outcome.task_runs))
     if save_run:
         write_run(outcome.run, save_run)

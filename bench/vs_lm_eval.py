@@ -1,0 +1,104 @@
+"""Wall time of regress vs lm-evaluation-harness on the same model and documents.
+
+Three whole processes, one after the other, each from start to exit (interpreter, imports,
+model load, evaluation, output): lm-eval 0.4.13 `hf`, `regress eval --backend hf`, and
+`regress eval --backend llama_cpp`, on SmolLM2-135M (float32 HF weights dequantised from the
+packaged GGUF; llama.cpp runs the GGUF itself). Workload: MMLU 5-shot (--mmlu-per-subject
+questions of each subject) and the first --limit ARC-Easy test questions, the documents made
+identical as in bench/parity_lm_eval.py. Both hf sides use batch size 1, the same threads and
+no result cache.
+
+    .venv/bin/python bench/vs_lm_eval.py [--mmlu-per-subject 1] [--limit 100] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from parity_lm_eval import (
+    DATA,
+    MAX_LENGTH,
+    MODEL,
+    agreement,
+    benchmarks,
+    run_lm_eval,
+    write_lm_eval_tasks,
+)
+
+from regress.manifest import Run
+from regress.store import read_run
+from regress.tasks import resolve_source
+
+
+def run_regress_cli(backend: str, model_args: str, suite: Path, out: Path, threads: int) -> float:
+    """`regress eval` as a user runs it; returns the process's wall time."""
+    command = [
+        sys.executable, "-m", "regress.cli", "eval", "-m", MODEL, "--backend", backend,
+        "--model-args", model_args, "--suite", str(suite), "--data-dir", str(DATA),
+        "--save-run", str(out), "--no-cache",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"regress eval failed:\n{done.stderr[-4000:]}")
+    return elapsed
+
+
+def main() -> None:
+    """Time the three runs and print them side by side."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mmlu-per-subject", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=100, help="ARC-Easy test questions")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    chosen = benchmarks(args.mmlu_per_subject, args.limit, ["mmlu", "arc_easy"])
+    tasks = [t for b in chosen for t in b.tasks]
+    root = Path(tempfile.mkdtemp(prefix="vs-lm-eval-"))
+    include = write_lm_eval_tasks(chosen, resolve_source(DATA), root)
+    suite = root / "suite.yaml"
+    suite.write_text(
+        "name: vs-lm-eval\ntasks:\n"
+        + "".join(
+            f"  - {{task: {b.name}, num_fewshot: {b.num_fewshot}, limit: {b.limit}}}\n"
+            for b in chosen
+        )
+    )
+    threads = args.threads
+    lm, lm_s = run_lm_eval(chosen, include, root / "lm-eval", threads)
+    timings: dict[str, tuple[float, Run]] = {"lm-eval hf": (lm_s, lm)}
+    for label, backend, model_args in (
+        ("regress hf", "hf", f"dtype=float32,max_length={MAX_LENGTH},threads={threads}"),
+        ("regress llama.cpp", "llama_cpp", f"n_ctx={MAX_LENGTH},threads={threads}"),
+    ):
+        out = root / backend
+        seconds = run_regress_cli(backend, model_args, suite, out, threads)
+        timings[label] = (seconds, read_run(out))
+
+    n = sum(len(lm.records[t]) for t in tasks)
+    print(
+        f"## Wall time, {n} examples (MMLU 5-shot {args.mmlu_per_subject}/subject + ARC-Easy "
+        f"{args.limit}), {MODEL}, {threads} threads\n"
+    )
+    print(
+        "| run | wall time | examples/s | speed-up over lm-eval | same predictions as lm-eval hf |"
+    )
+    print("|---|---|---|---|---|")
+    for label, (seconds, run) in timings.items():
+        same = agreement(lm, run, tasks)
+        shared = f"{same.same_pred}/{same.n} ({same.same_pred / same.n:.1%})"
+        print(
+            f"| {label} | {seconds:.1f} s | {n / seconds:.2f} | {lm_s / seconds:.2f}x | "
+            f"{'(reference)' if run is lm else shared} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""lm-eval output as input: real lm-eval 0.4.13 runs SmolLM2 on ARC-Easy, regress imports its
+samples as a baseline, reruns exactly those examples on its own HF backend, and gates lm-eval's
+files as a candidate.
+
+lm-eval reads the same documents as regress: regress's loader writes the shared data's ARC
+files in the Hub's row shape (what lm-eval's arc_easy YAML expects), and a task YAML that
+includes lm-eval's own arc_easy.yaml points `dataset_path: json` at them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import lm_eval
+import pytest
+from click.testing import CliRunner
+
+from regress.backends.hf import _model_folder
+from regress.cli import cli
+from regress.errors import BadInput, ExitCode
+from regress.lm_eval_import import canonical_doc, find_lm_eval_files, read_lm_eval_run
+from regress.store import read_run
+from regress.tasks import get_tasks, resolve_source
+from regress.tasks.base import doc_hash
+
+LIMIT = 20
+LOGLIK_TOLERANCE = 1e-4
+"""Per choice. Both sides run the same float32 weights; regress pads every input to a multiple
+of 32 tokens and lm-eval (batch size 1) does not, which moves sums in the fifth decimal."""
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output + (result.stderr if result.stderr_bytes else "")
+
+
+def write_task(root: Path, data_dir: Path) -> Path:
+    """lm-eval's arc_easy YAML, reading regress's rendering of the shared ARC files."""
+    task = get_tasks(["arc_easy"])[0]
+    source = resolve_source(data_dir)
+    files = {}
+    for split in ("test", "train"):
+        files[split] = root / f"arc_easy_{split}.jsonl"
+        rows = task.load(source, split)  # type: ignore[attr-defined]
+        files[split].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    tasks_dir = root / "tasks"
+    tasks_dir.mkdir()
+    yaml = Path(lm_eval.__file__).parent / "tasks" / "arc" / "arc_easy.yaml"
+    (tasks_dir / "arc_easy.yaml").write_text(
+        f"include: {yaml}\n"
+        "task: arc_easy\n"
+        "tag: []\n"
+        "dataset_path: json\n"
+        "dataset_name: null\n"
+        "dataset_kwargs:\n"
+        "  data_files:\n"
+        f"    test: {files['test']}\n"
+        f"    train: {files['train']}\n",
+        encoding="utf-8",
+    )
+    return tasks_dir
+
+
+@pytest.fixture(scope="module")
+def lm_eval_out(tmp_path_factory, data_dir, smollm2_path) -> Path:
+    """`lm_eval --log_samples` on the first 20 ARC-Easy test questions, offline."""
+    root = tmp_path_factory.mktemp("lm_eval")
+    tasks_dir = write_task(root, data_dir)
+    # The dequantised HF copy regress caches loads in 0.4 s instead of 15 s from the GGUF.
+    folder = _model_folder(smollm2_path)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env.setdefault("OMP_NUM_THREADS", "1")  # two threads on a busy 2-core box crawl
+    command = [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={folder},dtype=float32",
+        "--tasks",
+        "arc_easy",
+        "--include_path",
+        str(tasks_dir),
+        "--limit",
+        str(LIMIT),
+        "--batch_size",
+        "1",
+        "--device",
+        "cpu",
+        "--output_path",
+        str(root / "out"),
+        "--log_samples",
+    ]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def imported(lm_eval_out, tmp_path_factory, data_dir) -> dict[str, Path]:
+    """The lm-eval run imported as baseline `lmeval`, then rerun by regress's hf backend."""
+    root = tmp_path_factory.mktemp("gate")
+    store, rerun = root / "store", root / "rerun"
+    code, text = run(
+        "baseline",
+        "import-lm-eval",
+        "--samples",
+        str(lm_eval_out),
+        "--name",
+        "lmeval",
+        "--store",
+        str(store),
+    )
+    assert code == 0 and "20 examples in 1 tasks" in text, text
+    code, text = run(
+        "check",
+        "--baseline",
+        "lmeval",
+        "--model",
+        "smollm2-135m",
+        "--backend",
+        "hf",
+        "--model-args",
+        "threads=1",
+        "--allow-backend-change",
+        "--data-dir",
+        str(data_dir),
+        "--store",
+        str(store),
+        "--no-cache",
+        "--save-run",
+        str(rerun),
+        "--report-json",
+        str(root / "report.json"),
+    )
+    assert code == ExitCode.OK, text
+    return {"store": store, "rerun": rerun, "report": root / "report.json"}
+
+
+def test_import_keeps_lm_eval_identity_and_scores(lm_eval_out, imported):
+    run_ = read_run(imported["store"] / "lmeval")
+    manifest = run_.manifest
+    assert manifest.backend.name == "lm-eval:hf"
+    assert manifest.backend.version == "0.4.13" and manifest.backend.params["dtype"] == "float32"
+    info = manifest.tasks["arc_easy"]
+    assert (info.n, info.num_fewshot, info.metric, info.limit) == (LIMIT, 0, "acc", LIMIT)
+    files = find_lm_eval_files(lm_eval_out)
+    lines = [json.loads(x) for x in files.samples["arc_easy"].read_text().splitlines()]
+    results = json.loads(files.results.read_text())["results"]["arc_easy"]
+    records = run_.records["arc_easy"]
+    assert [r.doc_id for r in records] == list(range(LIMIT))
+    for record, line in zip(records, lines, strict=True):
+        logliks = [float(resp[0][0]) for resp in line["resps"]]
+        assert record.scores["loglik"] == logliks
+        assert record.correct == int(line["acc"]) and record.target == int(line["target"])
+        assert record.pred == max(range(len(logliks)), key=logliks.__getitem__)
+    assert sum(r.correct for r in records) / LIMIT == pytest.approx(results["acc,none"])
+
+
+def test_regress_rerun_pairs_every_example_and_matches_lm_eval(imported):
+    baseline = read_run(imported["store"] / "lmeval").records["arc_easy"]
+    rerun = read_run(imported["rerun"]).records["arc_easy"]
+    assert [r.doc_hash for r in rerun] == [r.doc_hash for r in baseline]
+    assert [r.prompt_hash for r in rerun] == [r.prompt_hash for r in baseline]
+    assert [r.pred for r in rerun] == [r.pred for r in baseline]
+    gaps = [
+        abs(a - b)
+        for ours, theirs in zip(rerun, baseline, strict=True)
+        for a, b in zip(ours.scores["loglik"], theirs.scores["loglik"], strict=True)
+    ]
+    assert len(gaps) == 4 * LIMIT and max(gaps) < LOGLIK_TOLERANCE
+    report = json.loads(imported["report"].read_text())
+    [unit] = report["units"]
+    assert report["unpaired"] == 0 and unit["n"] == LIMIT and unit["b"] == unit["c"] == 0
+    assert any("differs from the baseline's lm-eval:hf" in w for w in report["warnings"])
+
+
+def test_check_gates_lm_eval_samples_against_a_regress_baseline(lm_eval_out, imported, tmp_path):
+    store = tmp_path / "store"
+    code, text = run(
+        "baseline",
+        "promote",
+        "--run",
+        str(imported["rerun"]),
+        "--name",
+        "main",
+        "--store",
+        str(store),
+    )
+    assert code == 0, text
+    report, policy = tmp_path / "r.json", tmp_path / "policy.yaml"
+    policy.write_text("min_examples: 10\n")  # 20 examples: enough for zero flips to pass
+    code, text = run(
+        "check",
+        "-b",
+        "main",
+        "--candidate-samples",
+        str(lm_eval_out),
+        "--store",
+        str(store),
+        "--policy",
+        str(policy),
+        "--report-json",
+        str(report),
+    )
+    assert code == ExitCode.OK, text
+    data = json.loads(report.read_text())
+    assert data["verdict"] == "PASS" and data["unpaired"] == 0 and data["n_flips"] == 0
+    assert data["candidate"]["backend"] == "lm-eval:hf" and data["units"][0]["n"] == LIMIT
+    assert any("lm-eval files" in w and "on hf" in w for w in data["warnings"])
+
+
+def copy_run(lm_eval_out: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the lm-eval output and the path of its samples file."""
+    copy = tmp_path / "out"
+    shutil.copytree(lm_eval_out, copy)
+    return copy, find_lm_eval_files(copy).samples["arc_easy"]
+
+
+def test_malformed_samples_line_is_bad_input_naming_file_and_line(lm_eval_out, tmp_path):
+    copy, samples = copy_run(lm_eval_out, tmp_path)
+    lines = samples.read_text().splitlines(keepends=True)
+    lines[2] = lines[2][:40] + "\n"
+    samples.write_text("".join(lines))
+    code, text = run(
+        "baseline",
+        "import-lm-eval",
+        "--samples",
+        str(copy),
+        "--name",
+        "x",
+        "--store",
+        str(tmp_path / "store"),
+    )
+    assert code == ExitCode.BAD_INPUT and f"{samples.name}:3: not valid JSON" in text
+    assert not (tmp_path / "store").exists()
+
+
+def test_changed_document_is_refused_by_the_gate(lm_eval_out, imported, tmp_path):
+    copy, samples = copy_run(lm_eval_out, tmp_path)
+    lines = [json.loads(x) for x in samples.read_text().splitlines()]
+    lines[4]["doc"]["question"] += " (edited)"
+    samples.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, text = run(
+        "check", "-b", "lmeval", "--candidate-samples", str(copy), "--store", str(imported["store"])
+    )
+    assert code == ExitCode.BAD_INPUT and "arc_easy: dataset hash differs" in text
+
+
+def test_document_fields_match_regress_loaders(data_dir):
+    source = resolve_source(data_dir)
+    names = ("arc_challenge", "mmlu_anatomy", "piqa", "boolq", "hellaswag", "truthfulqa_mc2")
+    for name in (*names, "builtin_units"):
+        task = get_tasks([name])[0]
+        doc = task.examples(source, 0, 1)[0].doc
+        # lm-eval keeps extra columns (HellaSwag's raw ones); the canonical doc drops them.
+        noisy = {**doc, "ctx_a": "raw column lm-eval keeps"}
+        assert doc_hash(canonical_doc(name, noisy)) == doc_hash(doc), name
+    unknown = {"sentence": "x", "option1": "a"}
+    assert canonical_doc("winogrande", unknown) == unknown
+
+
+def test_finds_the_newest_run_and_refuses_ambiguous_folders(lm_eval_out, tmp_path):
+    copy, samples = copy_run(lm_eval_out, tmp_path)
+    model_dir = samples.parent
+    newer = "2999-01-01T00-00-00.000000"
+    results = find_lm_eval_files(copy).results
+    shutil.copy(results, model_dir / f"results_{newer}.json")
+    with pytest.raises(BadInput, match="no samples_<task>_2999"):
+        find_lm_eval_files(copy)
+    shutil.copy(samples, model_dir / f"samples_arc_easy_{newer}.jsonl")
+    assert find_lm_eval_files(model_dir).results.name == f"results_{newer}.json"
+    shutil.copytree(model_dir, copy / "other-model")
+    with pytest.raises(BadInput, match="several models"):
+        find_lm_eval_files(copy)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BadInput, match="no lm-eval results"):
+        find_lm_eval_files(tmp_path / "empty")
+
+
+def test_generation_tasks_are_refused_by_name(lm_eval_out, tmp_path):
+    copy, _ = copy_run(lm_eval_out, tmp_path)
+    results = find_lm_eval_files(copy).results
+    data = json.loads(results.read_text())
+    data["configs"]["arc_easy"]["output_type"] = "generate_until"
+    results.write_text(json.dumps(data))
+    with pytest.raises(BadInput, match="arc_easy is generate_until; only multiple_choice"):
+        read_lm_eval_run(copy, "x")
+    with pytest.raises(BadInput, match="no samples for gsm8k"):
+        read_lm_eval_run(copy, "x", tasks=["gsm8k"])
+
+
+def test_a_task_regress_does_not_know_is_read_with_lm_eval_metrics(lm_eval_out, tmp_path):
+    copy, samples = copy_run(lm_eval_out, tmp_path)
+    results = find_lm_eval_files(copy).results
+    data = json.loads(results.read_text())
+    data["configs"]["my_arc"] = data["configs"].pop("arc_easy")
+    data["n-shot"]["my_arc"] = data["n-shot"].pop("arc_easy")
+    results.write_text(json.dumps(data))
+    renamed = samples.with_name(samples.name.replace("arc_easy", "my_arc"))
+    samples.rename(renamed)
+    run_ = read_lm_eval_run(copy, "x")
+    info, records = run_.manifest.tasks["my_arc"], run_.records["my_arc"]
+    assert (info.metric, info.group, info.n) == ("acc", None, LIMIT)
+    first = json.loads(renamed.read_text().splitlines()[0])
+    assert records[0].doc_hash == doc_hash(first["doc"])
+    assert records[0].correct == int(first["acc"])
