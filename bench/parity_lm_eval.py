@@ -274,14 +274,16 @@ def parity_table(chosen: Sequence[Benchmark], lm: Run, hf: Run) -> tuple[str, li
 def backend_table(chosen: Sequence[Benchmark], hf: Run, llama: Run) -> str:
     """regress llama.cpp vs regress hf on the same GGUF."""
     rows = []
-    for bench in chosen:
-        ag = agreement(hf, llama, bench.tasks)
+    every = tuple(t for bench in chosen for t in bench.tasks)
+    for label, tasks in [*((b.label, b.tasks) for b in chosen), ("**all**", every)]:
+        ag = agreement(hf, llama, tasks)
+        # Accuracy over mixed tasks (and metrics) means nothing: the total row leaves it out.
+        acc = ["", ""] if tasks is every else [f"{ag.acc_a:.4f}", f"{ag.acc_b:.4f}"]
         rows.append(
             [
-                bench.label,
+                label,
                 str(ag.n),
-                f"{ag.acc_a:.4f}",
-                f"{ag.acc_b:.4f}",
+                *acc,
                 f"{ag.same_pred / ag.n:.1%}",
                 f"{ag.mean_gap:.3f}",
                 f"{ag.max_gap:.3f}",
@@ -309,9 +311,10 @@ def main() -> None:
     args = parser.parse_args()
     chosen = benchmarks(args.mmlu_per_subject, args.limit, args.tasks.split(","))
     source = resolve_source(DATA)
-    root = args.keep or Path(tempfile.mkdtemp(prefix="parity-"))
-    include = write_lm_eval_tasks(chosen, source, root)
-    lm, lm_s = run_lm_eval(chosen, include, root / "out", args.threads)
+    with tempfile.TemporaryDirectory(prefix="parity-") as scratch:
+        root = args.keep or Path(scratch)
+        include = write_lm_eval_tasks(chosen, source, root)
+        lm, lm_s = run_lm_eval(chosen, include, root / "out", args.threads)
     hf_args = {"dtype": "float32", "max_length": MAX_LENGTH, "threads": args.threads}
     hf, hf_s = run_regress(chosen, "hf", hf_args, source)
     llama_args = {"n_ctx": MAX_LENGTH, "threads": args.threads}

@@ -48,17 +48,35 @@ def peak_tokens_per_s(backend: LlamaCppBackend) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mmlu-limit", type=int, default=2, help="5-shot questions per subject")
+    parser.add_argument(
+        "--mmlu-limit", type=int, default=2, help="5-shot questions per subject (0: all)"
+    )
     parser.add_argument("--arc-limit", type=int, default=100)
+    parser.add_argument(
+        "--floor-only",
+        action="store_true",
+        help="count tokens without running the model (e.g. full MMLU: --mmlu-limit 0)",
+    )
     args = parser.parse_args()
-    specs = [TaskSpec(t, 5, args.mmlu_limit) for t in get_tasks(["mmlu"])]
-    specs.append(TaskSpec(get_tasks(["arc_easy"])[0], 0, args.arc_limit))
+    mmlu_limit = args.mmlu_limit or None
+    specs = [TaskSpec(t, 5, mmlu_limit) for t in get_tasks(["mmlu"])]
+    if args.arc_limit:
+        specs.append(TaskSpec(get_tasks(["arc_easy"])[0], 0, args.arc_limit))
     prepared = prepare(specs, DataSource(data_dir=DATA))
     requests = [r for _, exs in prepared for e in exs for r in e.requests]
     assert all(isinstance(r, LoglikelihoodRequest) for r in requests)
     backend = LlamaCppBackend(str(resolve_model_path("smollm2-135m")))
     windows = [backend._window(r).input_ids for r in requests]
     floor, naive = trie_size(windows), sum(len(w) for w in windows)
+    n_examples = sum(len(exs) for _, exs in prepared)
+    print(
+        f"suite: MMLU 5-shot {mmlu_limit or 'all'}/subject + ARC-Easy {args.arc_limit}: "
+        f"{n_examples} examples, {len(requests)} requests"
+    )
+    print(f"naive tokens (every request from scratch) {naive:>10,}")
+    print(f"unique-token floor (trie of inputs)       {floor:>10,}")
+    if args.floor_only:
+        return
     peak = peak_tokens_per_s(backend)
     backend.tokens_evaluated = 0
     backend._llm.n_tokens = 0

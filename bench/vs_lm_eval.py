@@ -25,6 +25,7 @@ from parity_lm_eval import (
     DATA,
     MAX_LENGTH,
     MODEL,
+    Benchmark,
     agreement,
     benchmarks,
     run_lm_eval,
@@ -52,16 +53,8 @@ def run_regress_cli(backend: str, model_args: str, suite: Path, out: Path, threa
     return elapsed
 
 
-def main() -> None:
-    """Time the three runs and print them side by side."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mmlu-per-subject", type=int, default=1)
-    parser.add_argument("--limit", type=int, default=100, help="ARC-Easy test questions")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    chosen = benchmarks(args.mmlu_per_subject, args.limit, ["mmlu", "arc_easy"])
-    tasks = [t for b in chosen for t in b.tasks]
-    root = Path(tempfile.mkdtemp(prefix="vs-lm-eval-"))
+def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tuple[float, Run]]:
+    """Wall time and run of lm-eval hf, regress hf and regress llama.cpp, in that order."""
     include = write_lm_eval_tasks(chosen, resolve_source(DATA), root)
     suite = root / "suite.yaml"
     suite.write_text(
@@ -71,7 +64,6 @@ def main() -> None:
             for b in chosen
         )
     )
-    threads = args.threads
     lm, lm_s = run_lm_eval(chosen, include, root / "lm-eval", threads)
     timings: dict[str, tuple[float, Run]] = {"lm-eval hf": (lm_s, lm)}
     for label, backend, model_args in (
@@ -81,11 +73,25 @@ def main() -> None:
         out = root / backend
         seconds = run_regress_cli(backend, model_args, suite, out, threads)
         timings[label] = (seconds, read_run(out))
+    return timings
 
+
+def main() -> None:
+    """Time the three runs and print them side by side."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mmlu-per-subject", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=100, help="ARC-Easy test questions")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    chosen = benchmarks(args.mmlu_per_subject, args.limit, ["mmlu", "arc_easy"])
+    tasks = [t for b in chosen for t in b.tasks]
+    with tempfile.TemporaryDirectory(prefix="vs-lm-eval-") as scratch:
+        timings = measure(chosen, Path(scratch), args.threads)
+    lm_s, lm = timings["lm-eval hf"]
     n = sum(len(lm.records[t]) for t in tasks)
     print(
         f"## Wall time, {n} examples (MMLU 5-shot {args.mmlu_per_subject}/subject + ARC-Easy "
-        f"{args.limit}), {MODEL}, {threads} threads\n"
+        f"{args.limit}), {MODEL}, {args.threads} threads\n"
     )
     print(
         "| run | wall time | examples/s | speed-up over lm-eval | same predictions as lm-eval hf |"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -139,10 +140,21 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, int], None]]:
     )
     with Progress(*columns, console=stderr, transient=False) as bar:
         task_id = bar.add_task(label, total=None)
+        # A CI log is no terminal: rich draws nothing until the end, so log a line a minute.
+        last_line = time.monotonic()
 
         def update(done: int, total: int, n_examples: int) -> None:
+            nonlocal last_line
             ratio = n_examples / total if total else 1.0
             bar.update(task_id, completed=done, total=total, examples_per_request=ratio)
+            now = time.monotonic()
+            if not stderr.is_terminal and total and now - last_line >= 60:
+                last_line = now
+                speed = (bar.tasks[0].speed or 0.0) * ratio
+                stderr.print(
+                    f"{label}: {done}/{total} requests ({done / total:.0%}), {speed:.1f} ex/s",
+                    highlight=False,
+                )
 
         yield update
 
