@@ -335,8 +335,8 @@ def main() -> None:
     print(backend_table(chosen, hf, llama))
     print(
         f"\nwall time: lm-eval hf {lm_s:.0f} s, regress hf {hf_s:.0f} s, "
-        f"regress llama.cpp {llama_s:.0f} s; {args.threads} threads; "
-        f"MMLU {args.mmlu_per_subject}/subject, other tasks first {args.limit} documents"
+        f"regress llama.cpp {llama_s:.0f} s; {args.threads} threads; documents per task: "
+        + ", ".join(f"{b.label} {b.limit}" for b in chosen)
     )
 
 

@@ -84,13 +84,6 @@ def main() -> None:
     backend.loglikelihood(requests)
     elapsed = time.perf_counter() - start
     done = backend.tokens_evaluated
-    n_examples = sum(len(exs) for _, exs in prepared)
-    print(
-        f"suite: MMLU 5-shot {args.mmlu_limit}/subject + ARC-Easy {args.arc_limit}: "
-        f"{n_examples} examples, {len(requests)} requests"
-    )
-    print(f"naive tokens (every request from scratch) {naive:>10,}")
-    print(f"unique-token floor (trie of inputs)       {floor:>10,}")
     print(
         f"tokens evaluated by regress               {done:>10,}  = {done / floor:.3f}x floor, "
         f"{naive / done:.1f}x fewer than naive"
