@@ -9,17 +9,13 @@ import click
 from rich.table import Table
 
 from regress.cli.common import (
-    command_line,
     data_options,
     data_source,
     handles_errors,
     model_options,
-    note_cache,
-    open_cache,
     parse_args,
-    parse_shard,
-    progress_bar,
     run_options,
+    run_with_progress,
     stdout,
 )
 from regress.config import inline_suite, load_suite
@@ -27,7 +23,7 @@ from regress.engine import digest
 from regress.errors import BadInput
 from regress.lm_eval_import import read_lm_eval_run
 from regress.models import file_sha256, resolve_model_path
-from regress.runner import run_specs, suite_specs
+from regress.runner import suite_specs
 from regress.store import Store, read_run, validate_name, write_run
 
 store_option = click.option(
@@ -90,21 +86,19 @@ def create(
         raise click.UsageError("give exactly one of --tasks or --suite")
     spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
     specs = suite_specs(spec)
-    with progress_bar(f"baseline {name}") as progress:
-        outcome = run_specs(
-            specs,
-            model,
-            spec.backend or backend,
-            {**spec.model_args, **parse_args(model_args)},
-            data_source(data_dir, hf_datasets),
-            name=name,
-            suite_name=spec.name,
-            command=command_line(),
-            progress=progress,
-            cache=open_cache(no_cache, cache_dir),
-            shard=parse_shard(shard),
-        )
-    note_cache(outcome.cached)
+    outcome = run_with_progress(
+        f"baseline {name}",
+        specs,
+        model,
+        spec.backend or backend,
+        {**spec.model_args, **parse_args(model_args)},
+        data_source(data_dir, hf_datasets),
+        name=name,
+        suite_name=spec.name,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+        shard=shard,
+    )
     if save_run:
         write_run(outcome.run, save_run)
         if shard:

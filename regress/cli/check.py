@@ -11,17 +11,13 @@ import click
 from regress.backends import BACKENDS
 from regress.cli.baseline import store_option
 from regress.cli.common import (
-    command_line,
     data_options,
     data_source,
     exit_with,
     handles_errors,
-    note_cache,
-    open_cache,
     parse_args,
-    parse_shard,
-    progress_bar,
     run_options,
+    run_with_progress,
 )
 from regress.compare import Comparison, compare
 from regress.errors import BadInput
@@ -30,7 +26,7 @@ from regress.manifest import Run
 from regress.policy import load_policy
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
-from regress.runner import baseline_specs, run_specs
+from regress.runner import baseline_specs
 from regress.store import Store, read_run, write_run
 
 # Settings that change speed, never results, are not carried over from the baseline.
@@ -173,21 +169,19 @@ def check(
             f"candidate backend {chosen} differs from the baseline's {base_backend}: part of "
             "any difference is backend noise, not the model"
         )
-    with progress_bar(f"check {model}") as progress:
-        outcome = run_specs(
-            baseline_specs(base),
-            model,
-            chosen,
-            candidate_args(base, chosen, parse_args(model_args)),
-            data_source(data_dir, hf_datasets),
-            name="candidate",
-            suite_name=base.manifest.suite_name,
-            command=command_line(),
-            progress=progress,
-            cache=open_cache(no_cache, cache_dir),
-            shard=parse_shard(shard),
-        )
-    note_cache(outcome.cached)
+    outcome = run_with_progress(
+        f"check {model}",
+        baseline_specs(base),
+        model,
+        chosen,
+        candidate_args(base, chosen, parse_args(model_args)),
+        data_source(data_dir, hf_datasets),
+        name="candidate",
+        suite_name=base.manifest.suite_name,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+        shard=shard,
+    )
     if save_run:
         write_run(outcome.run, save_run)
     if shard:

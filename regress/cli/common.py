@@ -6,7 +6,7 @@ import functools
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,8 +27,9 @@ from rich.text import Text
 
 from regress.backends import BACKENDS, parse_model_args
 from regress.cache import ResultCache, default_cache_dir
-from regress.engine import Shard
+from regress.engine import Shard, TaskSpec
 from regress.errors import ExitCode, RegressError
+from regress.runner import Outcome, run_specs
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
 
@@ -157,6 +158,39 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, int], None]]:
                 )
 
         yield update
+
+
+def run_with_progress(
+    label: str,
+    specs: Sequence[TaskSpec],
+    model: str,
+    backend: str,
+    model_args: dict[str, Any],
+    source: DataSource,
+    *,
+    name: str,
+    suite_name: str,
+    no_cache: bool = True,
+    cache_dir: Path | None = None,
+    shard: str | None = None,
+) -> Outcome:
+    """`run_specs` behind a progress bar, recording the command line and noting cache reuse."""
+    with progress_bar(label) as progress:
+        outcome = run_specs(
+            specs,
+            model,
+            backend,
+            model_args,
+            source,
+            name=name,
+            suite_name=suite_name,
+            command=command_line(),
+            progress=progress,
+            cache=open_cache(no_cache, cache_dir),
+            shard=parse_shard(shard),
+        )
+    note_cache(outcome.cached)
+    return outcome
 
 
 def note_cache(cached: int) -> None:

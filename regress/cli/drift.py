@@ -9,18 +9,17 @@ import click
 from regress.cli.baseline import store_option
 from regress.cli.check import candidate_args
 from regress.cli.common import (
-    command_line,
     data_options,
     data_source,
     exit_with,
     handles_errors,
     parse_args,
-    progress_bar,
+    run_with_progress,
 )
 from regress.drift import drift_report, parse_age, render_drift_json, render_drift_markdown
 from regress.errors import BadInput
 from regress.models import file_sha256, resolve_model_path
-from regress.runner import baseline_specs, run_specs
+from regress.runner import baseline_specs
 from regress.store import Store
 
 
@@ -81,18 +80,17 @@ def drift(
             f"{pinned.sha256[:12]}: the model file changed, this is not a drift check"
         )
     backend = base.manifest.backend.name
-    with progress_bar(f"drift {baseline_name}") as progress:
-        outcome = run_specs(
-            baseline_specs(base),
-            ref,
-            backend,
-            candidate_args(base, backend, parse_args(model_args)),
-            data_source(data_dir, hf_datasets),
-            name="drift",
-            suite_name=base.manifest.suite_name,
-            command=command_line(),
-            progress=progress,
-        )
+    outcome = run_with_progress(
+        f"drift {baseline_name}",
+        baseline_specs(base),
+        ref,
+        backend,
+        candidate_args(base, backend, parse_args(model_args)),
+        data_source(data_dir, hf_datasets),
+        name="drift",
+        suite_name=base.manifest.suite_name,
+        no_cache=True,
+    )
     report = drift_report(base, outcome.run, age)
     markdown = render_drift_markdown(report)
     if report_md:

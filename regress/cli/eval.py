@@ -8,23 +8,19 @@ import click
 from rich.table import Table
 
 from regress.cli.common import (
-    command_line,
     data_options,
     data_source,
     handles_errors,
     model_options,
-    note_cache,
-    open_cache,
     parse_args,
-    parse_shard,
-    progress_bar,
     run_options,
+    run_with_progress,
     stdout,
 )
 from regress.config import inline_suite, load_suite
 from regress.engine import TaskRun
 from regress.report.lm_eval import group_metrics, write_lm_eval
-from regress.runner import run_specs, suite_specs
+from regress.runner import suite_specs
 from regress.store import write_run
 
 
@@ -70,21 +66,19 @@ def eval_command(
     args = {**spec.model_args, **parse_args(model_args)}
     specs = suite_specs(spec)
     source = data_source(data_dir, hf_datasets)
-    with progress_bar(f"eval {model}") as progress:
-        outcome = run_specs(
-            specs,
-            model,
-            spec.backend or backend,
-            args,
-            source,
-            name="eval",
-            suite_name=spec.name,
-            command=command_line(),
-            progress=progress,
-            cache=open_cache(no_cache, cache_dir),
-            shard=parse_shard(shard),
-        )
-    note_cache(outcome.cached)
+    outcome = run_with_progress(
+        f"eval {model}",
+        specs,
+        model,
+        spec.backend or backend,
+        args,
+        source,
+        name="eval",
+        suite_name=spec.name,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+        shard=shard,
+    )
     stdout().print(results_table(outcome.task_runs))
     if save_run:
         write_run(outcome.run, save_run)
