@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from regress.backends import dispatch
-from regress.backends.base import Backend, Progress
+from regress.backends.base import Backend, Progress, result_params
 from regress.requests import (
     AnyResult,
     FailedResult,
@@ -33,17 +33,6 @@ from regress.requests import (
 CHUNK = 64
 """Requests computed between commits: a kill loses at most this much work."""
 
-# Settings that change speed but never results stay out of the key, so a rerun on another
-# thread count still hits.
-_SPEED_ONLY = {
-    "threads",
-    "n_batch",
-    "batch_size",
-    "prefix_reuse",
-    "concurrency",
-    "timeout",
-    "max_retries",
-}
 _TYPES: dict[str, type] = {
     t.__name__: t for t in (LoglikelihoodResult, RollingResult, GenerateResult, FailedResult)
 }
@@ -56,7 +45,8 @@ def default_cache_dir() -> Path:
 
 def model_key(model_sha256: str, fingerprint: dict[str, Any]) -> str:
     """The part of every key that names the model and how it is run."""
-    params = {k: v for k, v in fingerprint.get("params", {}).items() if k not in _SPEED_ONLY}
+    # Speed-only settings stay out of the key, so a rerun on another thread count still hits.
+    params = result_params(fingerprint.get("params", {}))
     identity = {
         "model": model_sha256,
         "backend": fingerprint.get("name"),

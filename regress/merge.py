@@ -5,17 +5,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from regress.backends.base import result_params
 from regress.engine import digest
 from regress.errors import BadInput
 from regress.manifest import Manifest, Run
 from regress.records import Record
 
-# Fields of a shard's manifest that may differ between machines without changing results.
-_PER_MACHINE = {"threads", "n_batch", "batch_size", "prefix_reuse"}
-
 
 def _identity(m: Manifest) -> tuple:
-    params = {k: v for k, v in m.backend.params.items() if k not in _PER_MACHINE}
+    params = result_params(m.backend.params)  # shards may differ only in speed settings
     tasks = {
         k: (t.group, t.num_fewshot, t.metric, t.output_type, t.limit) for k, t in m.tasks.items()
     }

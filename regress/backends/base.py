@@ -15,6 +15,17 @@ from regress.requests import (
     RollingResult,
 )
 
+SPEED_ONLY_PARAMS = frozenset(
+    {"threads", "n_batch", "batch_size", "prefix_reuse", "concurrency", "timeout", "max_retries"}
+)
+"""Load settings that change how fast a backend runs, never what it answers."""
+
+
+def result_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The load settings that can change results: what caches, merges and reruns must match."""
+    return {k: v for k, v in params.items() if k not in SPEED_ONLY_PARAMS}
+
+
 Progress = Callable[[int], None]
 """Called with the number of requests just finished, so the caller can drive a progress bar."""
 

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from regress.backends import BACKENDS
+from regress.backends.base import result_params
 from regress.cli.baseline import store_option
 from regress.cli.common import (
     data_options,
@@ -29,17 +30,12 @@ from regress.report.markdown import render_markdown
 from regress.runner import baseline_specs
 from regress.store import Store, read_run, write_run
 
-# Settings that change speed, never results, are not carried over from the baseline.
-_MACHINE_PARAMS = {"threads", "n_batch", "batch_size", "prefix_reuse"}
-
 
 def candidate_args(baseline: Run, backend: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """The baseline's result-relevant load parameters (same backend only), then overrides."""
     inherited: dict[str, Any] = {}
     if baseline.manifest.backend.name == backend:
-        inherited = {
-            k: v for k, v in baseline.manifest.backend.params.items() if k not in _MACHINE_PARAMS
-        }
+        inherited = result_params(baseline.manifest.backend.params)
     return {**inherited, **overrides}
 
 
