@@ -28,12 +28,20 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from enum import StrEnum
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
+from regress.comparison import (
+    MAX_FLIPS,
+    Comparison,
+    Fingerprint,
+    Flip,
+    SubjectResult,
+    UnitKind,
+    UnitResult,
+    Verdict,
+)
 from regress.errors import BadInput, ExitCode
 from regress.manifest import Manifest, Run, TaskInfo
 from regress.policy import Inconclusive, Policy
@@ -50,163 +58,11 @@ from regress.stats import (
     top1_agreement,
 )
 
-COMPARISON_SCHEMA_VERSION = 1
-MAX_FLIPS = 200
-"""Flips kept in a Comparison (regressions first); the total is always reported."""
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
 PERPLEXITY_WEIGHTS = {"word_perplexity": "n_words", "byte_perplexity": "n_bytes"}
 """Per-document metric holding each perplexity's denominator (bits_per_byte uses bytes too)."""
 ROLLING = "loglikelihood_rolling"
-
-
-class Verdict(StrEnum):
-    """The gate's judgement of one unit, and of the whole comparison."""
-
-    PASS = "PASS"
-    REGRESSION = "REGRESSION"
-    INCONCLUSIVE = "INCONCLUSIVE"
-    ERROR = "ERROR"
-
-
-class UnitKind(StrEnum):
-    """What a unit pairs: 0/1 outcomes, scores in [0, 1], or per-document log-likelihoods."""
-
-    ACCURACY = "accuracy"
-    SCORE = "score"
-    PERPLEXITY = "perplexity"
-
-
-@dataclass(frozen=True)
-class SubjectResult:
-    """One member task of a group unit (an MMLU subject): shown, not gated."""
-
-    task: str
-    n: int
-    baseline: float
-    candidate: float
-    delta: float
-    b: int
-    c: int
-
-
-@dataclass(frozen=True)
-class UnitResult:
-    """Everything the gate measured and decided about one unit."""
-
-    name: str
-    kind: UnitKind
-    metric: str
-    """The metric paired (several primary metrics are joined with ', ')."""
-    tasks: tuple[str, ...]
-    gated: bool
-    n: int
-    """Paired examples (perplexity: documents scored on both sides)."""
-    baseline: float | None
-    """Accuracy, or the corpus perplexity-like metric; None without any pair."""
-    candidate: float | None
-    delta: float | None
-    """Accuracy: candidate minus baseline. Perplexity: candidate / baseline - 1."""
-    ci: tuple[float, float] | None
-    """95% interval for delta: Tango's score interval (accuracy) or a t interval (score)."""
-    b: int | None
-    """Baseline right, candidate wrong (score units: examples the candidate scored lower)."""
-    c: int | None
-    """Baseline wrong, candidate right (score units: examples the candidate scored higher)."""
-    discordance: float | None
-    """(b + c) / n: the share of examples whose outcome flipped."""
-    pvalue: float
-    """One-sided, for "the candidate is worse" (McNemar, t, or Wilcoxon signed-rank)."""
-    adjusted_pvalue: float | None
-    """After the family-wise correction over the gated units; None when not gated."""
-    threshold: float
-    """max_drop (accuracy) or max_relative_increase (perplexity) for this unit."""
-    verdict: Verdict
-    reason: str
-    """One line saying why the verdict is what it is."""
-    n_needed: int | None
-    """INCONCLUSIVE units: examples that would decide (accuracy: Connor 1987)."""
-    kl_divergence: float | None
-    """Mean KL(baseline || candidate) over the choices, where both scored them."""
-    top1_agreement: float | None
-    """Share of those examples where both put most likelihood on the same choice."""
-    baseline_failures: dict[str, int]
-    """Examples per status other than ok (truncated included: scored, but a failure mode)."""
-    candidate_failures: dict[str, int]
-    error_rate: float
-    """Share of the candidate's examples that failed (error, timeout, refused)."""
-    subjects: tuple[SubjectResult, ...] = ()
-
-
-@dataclass(frozen=True)
-class Flip:
-    """One example whose right/wrong outcome changed."""
-
-    task: str
-    doc_id: int
-    baseline_pred: Any
-    candidate_pred: Any
-    target: Any
-    regressed: bool
-    """True: baseline right, candidate wrong."""
-    candidate_status: str
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What identifies the model and runtime of one side."""
-
-    run: str
-    model: str
-    sha256: str
-    quantization: str
-    backend: str
-    backend_version: str
-    params: dict[str, Any]
-    created: str
-
-    @classmethod
-    def of(cls, manifest: Manifest) -> Fingerprint:
-        """The fingerprint of a run's manifest."""
-        return cls(
-            run=manifest.name,
-            model=manifest.model.ref,
-            sha256=manifest.model.sha256,
-            quantization=manifest.model.quantization,
-            backend=manifest.backend.name,
-            backend_version=manifest.backend.version,
-            params=dict(manifest.backend.params),
-            created=manifest.created,
-        )
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The outcome of `compare`: the JSON report is `to_dict()`."""
-
-    verdict: Verdict
-    exit_code: ExitCode
-    units: tuple[UnitResult, ...]
-    flips: tuple[Flip, ...]
-    """At most MAX_FLIPS, regressions first."""
-    n_flips: int
-    unpaired: int
-    """Baseline examples without a candidate example of the same doc_id and doc_hash."""
-    warnings: tuple[str, ...]
-    baseline: Fingerprint
-    candidate: Fingerprint
-    policy: Policy
-    suite: str
-    command: str
-    """The command that produced the candidate run."""
-    schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the whole comparison."""
-        data = asdict(self)
-        data["policy"] = self.policy.to_dict()
-        data["exit_code"] = int(self.exit_code)
-        return data
 
 
 Pair = tuple[Record, Record]

@@ -236,7 +236,7 @@ def _settings(
     if task in list_tasks():
         ours = get_tasks([task])[0]
         group, metric = ours.group, ours.primary_metric
-        binary = bool(getattr(ours, "binary", True))
+        binary = ours.binary
     else:
         group = _group_of(task, results)
         metric = _unknown_task_metric(samples[0])

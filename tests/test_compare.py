@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from regress.compare import MAX_FLIPS, ROLLING, UnitKind, Verdict, compare
+from regress.compare import ROLLING, compare
+from regress.comparison import MAX_FLIPS, UnitKind, Verdict
 from regress.errors import BadInput, ExitCode
 from regress.manifest import BackendInfo, Manifest, ModelInfo, Run, TaskInfo
 from regress.policy import Inconclusive, Policy, UnitPolicy

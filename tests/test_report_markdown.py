@@ -4,7 +4,7 @@ import dataclasses
 import json
 import math
 
-from regress.compare import (
+from regress.comparison import (
     Comparison,
     Fingerprint,
     Flip,

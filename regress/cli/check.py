@@ -20,7 +20,8 @@ from regress.cli.common import (
     run_options,
     run_with_progress,
 )
-from regress.compare import Comparison, compare
+from regress.compare import compare
+from regress.comparison import Comparison
 from regress.errors import BadInput
 from regress.lm_eval_import import read_lm_eval_run
 from regress.manifest import Run

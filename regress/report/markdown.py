@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from regress.compare import Comparison, Flip, UnitKind, UnitResult, Verdict
+from regress.comparison import Comparison, Flip, UnitKind, UnitResult, Verdict
 
 MARKER = "<!-- regress-report -->"
 """Last line of every report: lets a CI step find and update its own earlier comment."""

@@ -61,6 +61,8 @@ class Task(Protocol):
     primary_metric: str
     """The metric the gate pairs on (`acc`, `acc_norm`, `exact_match`, `word_perplexity`)."""
     higher_is_better: dict[str, bool]
+    binary: bool
+    """Whether the primary metric is 0/1 per example (the paired McNemar test needs that)."""
     default_fewshot: int
     version: float
 

@@ -85,6 +85,7 @@ class Gsm8kTask:
     output_type: RequestKind = "generate_until"
     primary_metric: str = "exact_match"
     higher_is_better: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(METRICS, True))
+    binary: bool = True
     default_fewshot: int = 5
     version: float = 3.0
 

@@ -90,6 +90,7 @@ class WikitextTask:
     output_type: RequestKind = "loglikelihood_rolling"
     primary_metric: str = "word_perplexity"
     higher_is_better: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(METRICS, False))
+    binary: bool = False
     default_fewshot: int = 0
     version: float = 2.0
 
