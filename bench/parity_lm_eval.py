@@ -7,7 +7,7 @@ the first --limit documents of ARC-Easy, ARC-Challenge, PIQA, BoolQ, HellaSwag a
 TruthfulQA-MC1 (0-shot). A Markdown table compares the two per benchmark; a second one
 compares regress's llama.cpp backend with its hf backend on the same GGUF.
 
-    .venv/bin/python bench/parity_lm_eval.py [--mmlu-per-subject 2] [--limit 50] [--threads 2]
+    .venv/bin/python bench/parity_lm_eval.py [--mmlu-per-subject 10] [--limit 100] [--threads 2]
 
 How lm-eval gets the same documents: regress's loaders read ../shared/data (or
 $REGRESS_DATA_DIR) into the Hub's row shape and write them as JSON lines; a task YAML per task
@@ -299,8 +299,8 @@ def backend_table(chosen: Sequence[Benchmark], hf: Run, llama: Run) -> str:
 def main() -> None:
     """Run lm-eval hf, regress hf and regress llama.cpp, then print both tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mmlu-per-subject", type=int, default=2, help="MMLU test questions")
-    parser.add_argument("--limit", type=int, default=50, help="documents per other task")
+    parser.add_argument("--mmlu-per-subject", type=int, default=10, help="MMLU test questions")
+    parser.add_argument("--limit", type=int, default=100, help="documents per other task")
     parser.add_argument(
         "--tasks",
         default="mmlu,arc_easy,arc_challenge,piqa,boolq,hellaswag,truthfulqa_mc1",

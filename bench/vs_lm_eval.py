@@ -1,14 +1,15 @@
 """Wall time of regress vs lm-evaluation-harness on the same model and documents.
 
-Three whole processes, one after the other, each from start to exit (interpreter, imports,
-model load, evaluation, output): lm-eval 0.4.13 `hf`, `regress eval --backend hf`, and
-`regress eval --backend llama_cpp`, on SmolLM2-135M (float32 HF weights dequantised from the
-packaged GGUF; llama.cpp runs the GGUF itself). Workload: MMLU 5-shot (--mmlu-per-subject
-questions of each subject) and the first --limit ARC-Easy test questions, the documents made
-identical as in bench/parity_lm_eval.py. Both hf sides use batch size 1, the same threads and
-no result cache.
+Whole processes, one after the other, each from start to exit (interpreter, imports, model
+load, evaluation, output): lm-eval 0.4.13 `hf`, `regress eval --backend hf`, the same with
+`--model-args prefix_cache=true`, and `regress eval --backend llama_cpp`, on SmolLM2-135M
+(float32 HF weights dequantised from the packaged GGUF; llama.cpp runs the GGUF itself).
+Workload: MMLU 5-shot (--mmlu-per-subject questions of each subject, as in the proxy suite)
+and the first --limit ARC-Easy test questions, the documents made identical as in
+bench/parity_lm_eval.py. Every hf run uses batch size 1; all use the same threads and no
+result cache.
 
-    .venv/bin/python bench/vs_lm_eval.py [--mmlu-per-subject 1] [--limit 100] [--threads 2]
+    .venv/bin/python bench/vs_lm_eval.py [--mmlu-per-subject 5] [--limit 100] [--threads 2]
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def run_regress_cli(backend: str, model_args: str, suite: Path, out: Path, threa
 
 
 def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tuple[float, Run]]:
-    """Wall time and run of lm-eval hf, regress hf and regress llama.cpp, in that order."""
+    """Wall time and run of lm-eval hf, then each regress configuration, in that order."""
     include = write_lm_eval_tasks(chosen, resolve_source(DATA), root)
     suite = root / "suite.yaml"
     suite.write_text(
@@ -66,11 +67,13 @@ def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tupl
     )
     lm, lm_s = run_lm_eval(chosen, include, root / "lm-eval", threads)
     timings: dict[str, tuple[float, Run]] = {"lm-eval hf": (lm_s, lm)}
+    hf_args = f"dtype=float32,max_length={MAX_LENGTH},threads={threads}"
     for label, backend, model_args in (
-        ("regress hf", "hf", f"dtype=float32,max_length={MAX_LENGTH},threads={threads}"),
+        ("regress hf", "hf", hf_args),
+        ("regress hf prefix_cache", "hf", f"{hf_args},prefix_cache=true"),
         ("regress llama.cpp", "llama_cpp", f"n_ctx={MAX_LENGTH},threads={threads}"),
     ):
-        out = root / backend
+        out = root / label.replace(" ", "-")
         seconds = run_regress_cli(backend, model_args, suite, out, threads)
         timings[label] = (seconds, read_run(out))
     return timings
@@ -79,7 +82,7 @@ def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tupl
 def main() -> None:
     """Time the three runs and print them side by side."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mmlu-per-subject", type=int, default=1)
+    parser.add_argument("--mmlu-per-subject", type=int, default=5)
     parser.add_argument("--limit", type=int, default=100, help="ARC-Easy test questions")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
