@@ -9,8 +9,9 @@ of `_PAD_MULTIPLE` tokens whether it runs alone or with others, because CPU floa
 over a different padded length changes log-probs in the fifth decimal.
 
 With `prefix_cache=true`, a context's text up to its last blank line (the few-shot block of
-a k-shot prompt, TruthfulQA's primer) is run once alone and its key/value cache is shared by
-every request that starts with it; only the rest runs per request. That is a different
+a k-shot prompt, TruthfulQA's primer), or else the context itself, is run once alone and its
+key/value cache is shared by every request that starts with it; only the rest runs per
+request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. That is a different
 summation order from one full pass, so log-probs move in the fifth decimal (predictions match
 lm-eval all the same, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
 request's result still depends on nothing but the request itself.
@@ -48,6 +49,8 @@ from regress.requests import (
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _MAX_LENGTH_CAP = 2048
 _PAD_MULTIPLE = 32
+_SUFFIX_PAD_MULTIPLE = 8
+"""Padding after a cached prefix: such suffixes are short (a question, a choice)."""
 _AUTO_BATCH_MAX = 64
 _AUTO_MEMORY_SHARE = 0.25
 """Share of the memory available at load time that one `auto` batch may use."""
@@ -134,7 +137,9 @@ class HFBackend:
                 results[i] = FailedResult("error", str(exc))
                 continue
             windows.append(window)
-            splits.append(self._prefix_split(request.context, window) if self.prefix_cache else 0)
+            splits.append(
+                self._prefix_split(request.context, context_ids, window) if self.prefix_cache else 0
+            )
             owners.append(i)
             contexts[i] = len(context_ids)
         if progress and len(owners) < len(requests):
@@ -219,21 +224,21 @@ class HFBackend:
             return [self.tokenizer.bos_token_id, *ids]
         return ids
 
-    def _prefix_split(self, context: str, window: Window) -> int:
-        """How many of `window`'s input tokens form the context's text up to its last blank
-        line, when that text alone tokenises to exactly those tokens and they end before the
-        first scored position; 0 (no split) otherwise. A function of the request alone."""
-        cut = context.rfind("\n\n")
-        if cut <= 0:
-            return 0
+    def _prefix_split(self, context: str, context_ids: Sequence[int], window: Window) -> int:
+        """How many of `window`'s input tokens form a prefix worth sharing: the context's text
+        up to its last blank line when that text alone tokenises to exactly those tokens,
+        else the context but its last token (which predicts the continuation's first); 0 for
+        no split. Always before the first scored position. A function of the request alone."""
         first_scored = len(window.input_ids) - len(window.targets)
+        cut = context.rfind("\n\n")
         # GPT-2 style tokenizers split a blank line before a word into two newline tokens,
         # others keep it whole: the cut is tried after the blank line, then inside it.
-        for end in (cut + 2, cut + 1):
+        for end in (cut + 2, cut + 1) if cut > 0 else ():
             prefix = self._encode(context[:end])
             if len(prefix) <= first_scored and window.input_ids[: len(prefix)] == prefix:
                 return len(prefix)
-        return 0
+        split = min(len(context_ids) - 1, first_scored)
+        return split if split > 0 and window.input_ids[:split] == list(context_ids[:split]) else 0
 
     def _score_windows(
         self,
@@ -284,10 +289,10 @@ class HFBackend:
         for prefix, items in groups.items():
             last: list[tuple[int, ...]] | None = None
             for item in sorted(items, key=len, reverse=True):
-                padded = _padded_length(len(item) - len(prefix))
+                padded = _padded_length(len(item) - len(prefix), bool(prefix))
                 if (
                     last is not None
-                    and _padded_length(len(last[0]) - len(prefix)) == padded
+                    and _padded_length(len(last[0]) - len(prefix), bool(prefix)) == padded
                     and len(last) < self._rows_per_batch(len(prefix) + padded)
                 ):
                     last.append(item)
@@ -308,7 +313,7 @@ class HFBackend:
     def _forward(self, prefix: tuple[int, ...], batch: Sequence[tuple[int, ...]]) -> torch.Tensor:
         """Logits [rows, padded length, vocab] in float32 for right-padded inputs that follow
         `prefix` (empty: no prefix)."""
-        length = _padded_length(len(batch[0]))
+        length = _padded_length(len(batch[0]), bool(prefix))
         input_ids = torch.full((len(batch), length), self._pad_id, dtype=torch.long)
         attention = torch.zeros((len(batch), len(prefix) + length), dtype=torch.long)
         attention[:, : len(prefix)] = 1
@@ -391,8 +396,9 @@ def _score(logits: torch.Tensor, n_inputs: int, targets: Sequence[int]) -> tuple
     return float(picked.double().sum()), greedy
 
 
-def _padded_length(n: int) -> int:
-    return -(-n // _PAD_MULTIPLE) * _PAD_MULTIPLE
+def _padded_length(n: int, after_prefix: bool = False) -> int:
+    multiple = _SUFFIX_PAD_MULTIPLE if after_prefix else _PAD_MULTIPLE
+    return -(-n // multiple) * multiple
 
 
 def _cut_at_stop(text: str, until: Sequence[str]) -> str:
