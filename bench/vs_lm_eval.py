@@ -80,7 +80,7 @@ def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tupl
 
 
 def main() -> None:
-    """Time the three runs and print them side by side."""
+    """Time the runs and print them side by side."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mmlu-per-subject", type=int, default=5)
     parser.add_argument("--limit", type=int, default=100, help="ARC-Easy test questions")

@@ -134,8 +134,8 @@ def test_shared_context_runs_once_and_equals_separate_runs(backend: HFBackend) -
 def test_prefix_cache_runs_each_few_shot_block_once_and_keeps_the_answers(
     backend: HFBackend, data_dir: Path
 ) -> None:
-    # Two 5-shot MMLU questions share their subject's few-shot block; TruthfulQA's questions
-    # share its six-question primer; ARC has no blank line, so nothing is split there.
+    # Two 5-shot MMLU questions share their subject's few-shot block, TruthfulQA's questions
+    # share its six-question primer, and ARC's choices share their question.
     specs = [
         TaskSpec(get_tasks(["mmlu_anatomy"])[0], 5, 2),
         TaskSpec(get_tasks(["truthfulqa_mc1"])[0], None, 2),

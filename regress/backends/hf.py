@@ -9,11 +9,11 @@ of `_PAD_MULTIPLE` tokens whether it runs alone or with others, because CPU floa
 over a different padded length changes log-probs in the fifth decimal.
 
 With `prefix_cache=true`, a context's text up to its last blank line (the few-shot block of
-a k-shot prompt, TruthfulQA's primer), or else the context itself, is run once alone and its
-key/value cache is shared by every request that starts with it; only the rest runs per
-request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. That is a different
-summation order from one full pass, so log-probs move in the fifth decimal (predictions match
-lm-eval all the same, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
+a k-shot prompt, TruthfulQA's primer), or else the context a question's choices share, is run
+once alone and its key/value cache is shared by every request that starts with it; only the
+rest runs per request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. That sums in a
+different order from one full pass, so log-probs move in the fifth decimal (predictions still
+match lm-eval's, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
 request's result still depends on nothing but the request itself.
 """
 
