@@ -320,16 +320,16 @@ class HFBackend:
         for row, inputs in enumerate(batch):
             input_ids[row, : len(inputs)] = torch.tensor(inputs)
             attention[row, len(prefix) : len(prefix) + len(inputs)] = 1
-        cache = None
+        extra: dict[str, Any] = {}
         if prefix:
             # The forward pass appends to the cache it is given, so each batch gets a copy.
-            cache = copy.deepcopy(self._prefix_kv(prefix))
-            cache.batch_repeat_interleave(len(batch))
+            extra["cache"] = copy.deepcopy(self._prefix_kv(prefix))
+            extra["cache"].batch_repeat_interleave(len(batch))
         with torch.inference_mode():
             out = self.model(
                 input_ids=input_ids.to(self._device),
                 attention_mask=attention.to(self._device),
-                cache=cache,
+                **extra,
             )
         return out.logits.float()
 
