@@ -28,16 +28,41 @@ from regress.manifest import Run
 from regress.policy import load_policy
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
-from regress.runner import baseline_specs
+from regress.runner import Outcome, baseline_specs
 from regress.store import Store, read_run, write_run
+from regress.tasks.base import DataSource
 
 
-def candidate_args(baseline: Run, backend: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The baseline's result-relevant load parameters (same backend only), then overrides."""
+def rerun_baseline(
+    label: str,
+    base: Run,
+    model: str,
+    backend: str,
+    model_args: str | None,
+    source: DataSource,
+    *,
+    name: str,
+    **options: Any,
+) -> Outcome:
+    """Rerun exactly the baseline's examples on `model`, behind a progress bar.
+
+    The baseline's result-relevant load parameters carry over when the backend is the same;
+    `model_args` (k=v,...) overrides them. `options` go to `run_with_progress` (cache, shard).
+    """
     inherited: dict[str, Any] = {}
-    if baseline.manifest.backend.name == backend:
-        inherited = result_params(baseline.manifest.backend.params)
-    return {**inherited, **overrides}
+    if base.manifest.backend.name == backend:
+        inherited = result_params(base.manifest.backend.params)
+    return run_with_progress(
+        label,
+        baseline_specs(base),
+        model,
+        backend,
+        {**inherited, **parse_args(model_args)},
+        source,
+        name=name,
+        suite_name=base.manifest.suite_name,
+        **options,
+    )
 
 
 @click.command()
@@ -166,15 +191,14 @@ def check(
             f"candidate backend {chosen} differs from the baseline's {base_backend}: part of "
             "any difference is backend noise, not the model"
         )
-    outcome = run_with_progress(
+    outcome = rerun_baseline(
         f"check {model}",
-        baseline_specs(base),
+        base,
         model,
         chosen,
-        candidate_args(base, chosen, parse_args(model_args)),
+        model_args,
         data_source(data_dir, hf_datasets),
         name="candidate",
-        suite_name=base.manifest.suite_name,
         no_cache=no_cache,
         cache_dir=cache_dir,
         shard=shard,

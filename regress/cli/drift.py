@@ -7,19 +7,16 @@ from pathlib import Path
 import click
 
 from regress.cli.baseline import store_option
-from regress.cli.check import candidate_args
+from regress.cli.check import rerun_baseline
 from regress.cli.common import (
     data_options,
     data_source,
     exit_with,
     handles_errors,
-    parse_args,
-    run_with_progress,
 )
 from regress.drift import drift_report, parse_age, render_drift_json, render_drift_markdown
 from regress.errors import BadInput
 from regress.models import file_sha256, resolve_model_path
-from regress.runner import baseline_specs
 from regress.store import Store
 
 
@@ -80,15 +77,14 @@ def drift(
             f"{pinned.sha256[:12]}: the model file changed, this is not a drift check"
         )
     backend = base.manifest.backend.name
-    outcome = run_with_progress(
+    outcome = rerun_baseline(
         f"drift {baseline_name}",
-        baseline_specs(base),
+        base,
         ref,
         backend,
-        candidate_args(base, backend, parse_args(model_args)),
+        model_args,
         data_source(data_dir, hf_datasets),
         name="drift",
-        suite_name=base.manifest.suite_name,
         no_cache=True,
     )
     report = drift_report(base, outcome.run, age)
