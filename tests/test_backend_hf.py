@@ -78,7 +78,7 @@ def test_defaults_follow_lm_eval(backend: HFBackend) -> None:
 def _counting_forwards(backend: HFBackend) -> Iterator[list[int]]:
     """A list that grows by one on every forward pass of the backend's model."""
     calls: list[int] = []
-    hook = backend.model.register_forward_hook(lambda *_: calls.append(1))
+    hook = backend.model.get_decoder().register_forward_hook(lambda *_: calls.append(1))
     try:
         yield calls
     finally:
@@ -89,7 +89,7 @@ def _counting_forwards(backend: HFBackend) -> Iterator[list[int]]:
 def _counting_tokens(backend: HFBackend) -> Iterator[list[int]]:
     """A list that grows by the input tokens (padding included) of every forward pass."""
     tokens: list[int] = []
-    hook = backend.model.register_forward_hook(
+    hook = backend.model.get_decoder().register_forward_hook(
         lambda _m, _a, kwargs, _o: tokens.append(kwargs["input_ids"].numel()), with_kwargs=True
     )
     try:
@@ -131,11 +131,30 @@ def test_shared_context_runs_once_and_equals_separate_runs(backend: HFBackend) -
         assert result.logprob == pytest.approx(float(expected[token]), abs=1e-4)
 
 
+def test_output_head_runs_only_where_scored_and_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batched = load_backend("hf", str(GGUF), {"threads": 1, "batch_size": 8})
+    head_rows: list[int] = []
+    hook = batched.model.get_output_embeddings().register_forward_hook(
+        lambda _m, args, _o: head_rows.append(args[0].shape[-2])
+    )
+    try:
+        gathered = batched.loglikelihood(MIXED)
+    finally:
+        hook.remove()
+    # One batch of five inputs scoring 1+4+2+1+2 positions (the two one-token choices share
+    # theirs): one head call on 10 rows padded to 16, instead of 5 x 32 padded positions.
+    assert head_rows == [16]
+    monkeypatch.setattr(batched, "_head_only", False)
+    assert batched.loglikelihood(MIXED) == gathered
+
+
 def test_prefix_cache_runs_each_few_shot_block_once_and_keeps_the_answers(
     backend: HFBackend, data_dir: Path
 ) -> None:
-    # Two 5-shot MMLU questions share their subject's few-shot block, TruthfulQA's questions
-    # share its six-question primer, and ARC's choices share their question.
+    # Two 5-shot MMLU questions share their subject's few-shot block and TruthfulQA's questions
+    # share its six-question primer; ARC's 0-shot prompt has no blank line and runs whole.
     specs = [
         TaskSpec(get_tasks(["mmlu_anatomy"])[0], 5, 2),
         TaskSpec(get_tasks(["truthfulqa_mc1"])[0], None, 2),

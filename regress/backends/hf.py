@@ -9,12 +9,22 @@ of `_PAD_MULTIPLE` tokens whether it runs alone or with others, because CPU floa
 over a different padded length changes log-probs in the fifth decimal.
 
 With `prefix_cache=true`, a context's text up to its last blank line (the few-shot block of
-a k-shot prompt, TruthfulQA's primer), or else the context a question's choices share, is run
-once alone and its key/value cache is shared by every request that starts with it; only the
-rest runs per request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. That sums in a
+a k-shot prompt, MMLU's subject line, TruthfulQA's primer) is run once alone and its
+key/value cache is shared by every request that starts with it; only the rest runs per
+request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. A context without a blank line runs
+whole: the choices of a 0-shot question share too little to pay for batches of two rows
+instead of length-sorted batches of many. That sums in a
 different order from one full pass, so log-probs move in the fifth decimal (predictions still
 match lm-eval's, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
 request's result still depends on nothing but the request itself.
+
+Logits are computed only at the positions that are scored: the model's body runs over the
+whole batch and its output head (a 49k-vocabulary matrix for SmolLM2, a fifth of the compute)
+over just those positions, gathered and padded to `_HEAD_ROWS` rows. Small matrix products
+take other CPU kernels and differ in the fifth decimal, so the padding keeps them on the
+kernel of a full pass; at load a probe checks that the head alone reproduces the model's own
+logits bit for bit, and a model where it does not (one that post-processes its logits) keeps
+full logits.
 """
 
 from __future__ import annotations
@@ -51,6 +61,8 @@ _MAX_LENGTH_CAP = 2048
 _PAD_MULTIPLE = 32
 _SUFFIX_PAD_MULTIPLE = 8
 """Padding after a cached prefix: such suffixes are short (a question, a choice)."""
+_HEAD_ROWS = 16
+"""Row multiple for the output head: from 16 rows on, CPU float32 products equal a full pass's."""
 _AUTO_BATCH_MAX = 64
 _AUTO_MEMORY_SHARE = 0.25
 """Share of the memory available at load time that one `auto` batch may use."""
@@ -107,6 +119,7 @@ class HFBackend:
             _tokenizer_adds_bos(self.tokenizer) if add_bos_token is None else add_bos_token
         )
         self._available_memory = psutil.virtual_memory().available
+        self._head_only = self._head_reproduces_logits()
 
     @property
     def prefix_token_id(self) -> int:
@@ -137,9 +150,7 @@ class HFBackend:
                 results[i] = FailedResult("error", str(exc))
                 continue
             windows.append(window)
-            splits.append(
-                self._prefix_split(request.context, context_ids, window) if self.prefix_cache else 0
-            )
+            splits.append(self._prefix_split(request.context, window) if self.prefix_cache else 0)
             owners.append(i)
             contexts[i] = len(context_ids)
         if progress and len(owners) < len(requests):
@@ -224,11 +235,10 @@ class HFBackend:
             return [self.tokenizer.bos_token_id, *ids]
         return ids
 
-    def _prefix_split(self, context: str, context_ids: Sequence[int], window: Window) -> int:
+    def _prefix_split(self, context: str, window: Window) -> int:
         """How many of `window`'s input tokens form a prefix worth sharing: the context's text
-        up to its last blank line when that text alone tokenises to exactly those tokens,
-        else the context but its last token (which predicts the continuation's first); 0 for
-        no split. Always before the first scored position. A function of the request alone."""
+        up to its last blank line when that text alone tokenises to exactly those tokens and
+        ends before the first scored position, else 0. A function of the request alone."""
         first_scored = len(window.input_ids) - len(window.targets)
         cut = context.rfind("\n\n")
         # GPT-2 style tokenizers split a blank line before a word into two newline tokens,
@@ -237,8 +247,7 @@ class HFBackend:
             prefix = self._encode(context[:end])
             if len(prefix) <= first_scored and window.input_ids[: len(prefix)] == prefix:
                 return len(prefix)
-        split = min(len(context_ids) - 1, first_scored)
-        return split if split > 0 and window.input_ids[:split] == list(context_ids[:split]) else 0
+        return 0
 
     def _score_windows(
         self,
@@ -266,11 +275,15 @@ class HFBackend:
             progress(done)
         scores: list[tuple[float, bool]] = [(0.0, True)] * len(windows)
         for prefix, batch in self._batches(list(by_input)):
-            logits = self._forward(prefix, [inputs[len(prefix) :] for inputs in batch])
+            spans = [
+                max(len(windows[w].targets) for w in by_input[len(prefix), inputs])
+                for inputs in batch
+            ]
+            logits = self._forward(prefix, [inputs[len(prefix) :] for inputs in batch], spans)
             finished = 0
             for row, inputs in enumerate(batch):
                 for w in by_input[len(prefix), inputs]:
-                    scores[w] = _score(logits[row], len(inputs) - len(prefix), windows[w].targets)
+                    scores[w] = _score(logits[row], windows[w].targets)
                     remaining[owners[w]] -= 1
                     finished += remaining[owners[w]] == 0
             if progress and finished:
@@ -304,15 +317,17 @@ class HFBackend:
     def _rows_per_batch(self, padded_length: int) -> int:
         if self._batch_size != "auto":
             return int(self._batch_size)
-        # Logits (vocab floats per position) dominate; hidden states add a little per layer.
+        # Activations dominate; full logits (vocab floats per position) only without head_only.
         hidden = getattr(self.model.config, "hidden_size", 4096)
-        per_token = 4 * (len(self.tokenizer) + 16 * hidden)
+        per_token = 4 * (32 * hidden + (0 if self._head_only else len(self.tokenizer)))
         budget = self._available_memory * _AUTO_MEMORY_SHARE
         return max(1, min(_AUTO_BATCH_MAX, int(budget // (padded_length * per_token))))
 
-    def _forward(self, prefix: tuple[int, ...], batch: Sequence[tuple[int, ...]]) -> torch.Tensor:
-        """Logits [rows, padded length, vocab] in float32 for right-padded inputs that follow
-        `prefix` (empty: no prefix)."""
+    def _forward(
+        self, prefix: tuple[int, ...], batch: Sequence[tuple[int, ...]], spans: Sequence[int]
+    ) -> list[torch.Tensor]:
+        """Per input, float32 logits [span, vocab] at its last `span` positions; the inputs are
+        right-padded and follow `prefix` (empty: no prefix)."""
         length = _padded_length(len(batch[0]), bool(prefix))
         input_ids = torch.full((len(batch), length), self._pad_id, dtype=torch.long)
         attention = torch.zeros((len(batch), len(prefix) + length), dtype=torch.long)
@@ -325,24 +340,52 @@ class HFBackend:
             # The forward pass appends to the cache it is given, so each batch gets a copy.
             extra["cache"] = copy.deepcopy(self._prefix_kv(prefix))
             extra["cache"].batch_repeat_interleave(len(batch))
+        rows = torch.tensor(
+            [
+                r
+                for inputs, span in zip(batch, spans, strict=True)
+                for r in range(len(inputs) - span, len(inputs))
+            ]
+        )
+        rows_of = torch.repeat_interleave(torch.arange(len(batch)), torch.tensor(spans))
         with torch.inference_mode():
-            out = self.model(
-                input_ids=input_ids.to(self._device),
-                attention_mask=attention.to(self._device),
+            kwargs = {
+                "input_ids": input_ids.to(self._device),
+                "attention_mask": attention.to(self._device),
                 **extra,
-            )
-        return out.logits.float()
+            }
+            if self._head_only:
+                hidden = self.model.get_decoder()(**kwargs).last_hidden_state
+                logits = self._head(hidden[rows_of, rows])
+            else:
+                logits = self.model(**kwargs).logits[rows_of, rows]
+        return list(logits.float().split(list(spans)))
+
+    def _head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The output head over `hidden` [n, hidden size], run on a multiple of `_HEAD_ROWS`."""
+        n = len(hidden)
+        padding = -n % _HEAD_ROWS
+        padded = torch.cat([hidden, hidden[-1:].expand(padding, -1)]) if padding else hidden
+        return self.model.get_output_embeddings()(padded)[:n]
+
+    def _head_reproduces_logits(self) -> bool:
+        """Whether the body plus the head alone give the model's logits exactly, both on a
+        gathered block of rows and on a single row."""
+        ids = torch.arange(64, device=self._device).unsqueeze(0)
+        with torch.inference_mode():
+            full = self.model(input_ids=ids).logits[0]
+            hidden = self.model.get_decoder()(input_ids=ids).last_hidden_state[0]
+            picks = (torch.arange(3, 35, 2), torch.tensor([40]))
+            return all(torch.equal(self._head(hidden[p]), full[p]) for p in picks)
 
     def _prefix_kv(self, prefix: tuple[int, ...]) -> Any:
         """The key/value cache of `prefix` run alone, unpadded (kept for the next batch)."""
         if self._prefix_memo is None or self._prefix_memo[0] != prefix:
             with torch.inference_mode():
-                out = self.model(
-                    input_ids=torch.tensor([prefix], device=self._device),
-                    use_cache=True,
-                    logits_to_keep=1,
+                out = self.model.get_decoder()(
+                    input_ids=torch.tensor([prefix], device=self._device), use_cache=True
                 )
-            self._prefix_memo = (prefix, out.past_key_values)
+            self._prefix_memo = (prefix, out.cache)
         return self._prefix_memo[1]
 
     @property
@@ -384,11 +427,11 @@ class HFBackend:
         )
 
 
-def _score(logits: torch.Tensor, n_inputs: int, targets: Sequence[int]) -> tuple[float, bool]:
-    """Summed log-prob (float64) of `targets`, predicted by the last positions of the inputs."""
+def _score(logits: torch.Tensor, targets: Sequence[int]) -> tuple[float, bool]:
+    """Summed log-prob (float64) of `targets`, predicted by the last rows of `logits`."""
     if not targets:
         return 0.0, True
-    rows = logits[n_inputs - len(targets) : n_inputs]
+    rows = logits[len(logits) - len(targets) :]
     logprobs = torch.log_softmax(rows, dim=-1)
     target = torch.tensor(targets, device=rows.device)
     picked = logprobs.gather(1, target.unsqueeze(1)).squeeze(1)
