@@ -7,9 +7,10 @@ load, evaluation, output): lm-eval 0.4.13 `hf`, `regress eval --backend hf`, the
 Workload: MMLU 5-shot (--mmlu-per-subject questions of each subject, as in the proxy suite)
 and the first --limit ARC-Easy test questions, the documents made identical as in
 bench/parity_lm_eval.py. Every hf run uses batch size 1; all use the same threads and no
-result cache.
+result cache. `--limit 0` leaves ARC-Easy out; `--runs` picks the regress runs.
 
     .venv/bin/python bench/vs_lm_eval.py [--mmlu-per-subject 5] [--limit 100] [--threads 2]
+        [--runs hf,hf-prefix,llama_cpp]
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ def run_regress_cli(backend: str, model_args: str, suite: Path, out: Path, threa
     return elapsed
 
 
-def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tuple[float, Run]]:
-    """Wall time and run of lm-eval hf, then each regress configuration, in that order."""
+def measure(
+    chosen: list[Benchmark], root: Path, threads: int, runs: list[str]
+) -> dict[str, tuple[float, Run]]:
+    """Wall time and run of lm-eval hf, then each regress run chosen, in that order."""
     include = write_lm_eval_tasks(chosen, resolve_source(DATA), root)
     suite = root / "suite.yaml"
     suite.write_text(
@@ -68,11 +71,12 @@ def measure(chosen: list[Benchmark], root: Path, threads: int) -> dict[str, tupl
     lm, lm_s = run_lm_eval(chosen, include, root / "lm-eval", threads)
     timings: dict[str, tuple[float, Run]] = {"lm-eval hf": (lm_s, lm)}
     hf_args = f"dtype=float32,max_length={MAX_LENGTH},threads={threads}"
-    for label, backend, model_args in (
-        ("regress hf", "hf", hf_args),
-        ("regress hf prefix_cache", "hf", f"{hf_args},prefix_cache=true"),
-        ("regress llama.cpp", "llama_cpp", f"n_ctx={MAX_LENGTH},threads={threads}"),
-    ):
+    configurations = {
+        "hf": ("regress hf", "hf", hf_args),
+        "hf-prefix": ("regress hf prefix_cache", "hf", f"{hf_args},prefix_cache=true"),
+        "llama_cpp": ("regress llama.cpp", "llama_cpp", f"n_ctx={MAX_LENGTH},threads={threads}"),
+    }
+    for label, backend, model_args in (configurations[r] for r in runs):
         out = root / label.replace(" ", "-")
         seconds = run_regress_cli(backend, model_args, suite, out, threads)
         timings[label] = (seconds, read_run(out))
@@ -85,16 +89,23 @@ def main() -> None:
     parser.add_argument("--mmlu-per-subject", type=int, default=5)
     parser.add_argument("--limit", type=int, default=100, help="ARC-Easy test questions")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", default="hf,hf-prefix,llama_cpp", help="regress runs to time")
     args = parser.parse_args()
-    chosen = benchmarks(args.mmlu_per_subject, args.limit, ["mmlu", "arc_easy"])
+    runs = args.runs.split(",")
+    if unknown := sorted(set(runs) - {"hf", "hf-prefix", "llama_cpp"}):
+        raise SystemExit(f"unknown run(s) {unknown}; choose from hf, hf-prefix, llama_cpp")
+    chosen = benchmarks(
+        args.mmlu_per_subject, args.limit, ["mmlu", "arc_easy"] if args.limit else ["mmlu"]
+    )
     tasks = [t for b in chosen for t in b.tasks]
     with tempfile.TemporaryDirectory(prefix="vs-lm-eval-") as scratch:
-        timings = measure(chosen, Path(scratch), args.threads)
+        timings = measure(chosen, Path(scratch), args.threads, runs)
     lm_s, lm = timings["lm-eval hf"]
     n = sum(len(lm.records[t]) for t in tasks)
+    arc = f" + ARC-Easy {args.limit}" if args.limit else ""
     print(
-        f"## Wall time, {n} examples (MMLU 5-shot {args.mmlu_per_subject}/subject + ARC-Easy "
-        f"{args.limit}), {MODEL}, {args.threads} threads\n"
+        f"## Wall time, {n} examples (MMLU 5-shot {args.mmlu_per_subject}/subject{arc}), "
+        f"{MODEL}, {args.threads} threads\n"
     )
     print(
         "| run | wall time | examples/s | speed-up over lm-eval | same predictions as lm-eval hf |"
