@@ -178,6 +178,9 @@ def test_prefix_cache_runs_each_few_shot_block_once_and_keeps_the_answers(
         assert (b.is_greedy, b.n_tokens) == (a.is_greedy, a.n_tokens)
     # The shared blocks ran once: well under half the tokens of full passes.
     assert sum(tokens) < 0.5 * sum(full_tokens)
+    # ARC's prompt ran whole, so its results are exactly those of a plain run.
+    whole = [i for i, r in enumerate(requests) if "\n\n" not in r.context]
+    assert len(whole) == 4 and [shared[i] for i in whole] == [full[i] for i in whole]
     # Results are a function of the request alone: batched equals one by one, exactly.
     auto = load_backend("hf", str(GGUF), {"threads": 1, "prefix_cache": True, "batch_size": "auto"})
     assert auto.loglikelihood(requests) == shared

@@ -11,12 +11,12 @@ over a different padded length changes log-probs in the fifth decimal.
 With `prefix_cache=true`, a context's text up to its last blank line (the few-shot block of
 a k-shot prompt, MMLU's subject line, TruthfulQA's primer) is run once alone and its
 key/value cache is shared by every request that starts with it; only the rest runs per
-request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. A context without a blank line runs
-whole: the choices of a 0-shot question share too little to pay for batches of two rows
-instead of length-sorted batches of many. That sums in a
-different order from one full pass, so log-probs move in the fifth decimal (predictions still
-match lm-eval's, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
-request's result still depends on nothing but the request itself.
+request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. The split pass sums in a different
+order from one full pass, so log-probs move in the fifth decimal (predictions still match
+lm-eval's, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
+request's result still depends on nothing but the request itself. A context without a blank
+line runs whole: the choices of a 0-shot question share too little to pay for batches of two
+rows instead of length-sorted batches of many.
 
 Logits are computed only at the positions that are scored: the model's body runs over the
 whole batch and its output head (a 49k-vocabulary matrix for SmolLM2, a fifth of the compute)
@@ -136,6 +136,7 @@ class HFBackend:
         owners: list[int] = []
         splits: list[int] = []
         contexts: dict[int, int] = {}
+        prefixes: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
             # lm-eval encodes a continuation after an empty context without special tokens.
             encode = self._encode if request.context else self._encode_plain
@@ -150,7 +151,9 @@ class HFBackend:
                 results[i] = FailedResult("error", str(exc))
                 continue
             windows.append(window)
-            splits.append(self._prefix_split(request.context, window) if self.prefix_cache else 0)
+            splits.append(
+                self._prefix_split(request.context, window, prefixes) if self.prefix_cache else 0
+            )
             owners.append(i)
             contexts[i] = len(context_ids)
         if progress and len(owners) < len(requests):
@@ -235,16 +238,20 @@ class HFBackend:
             return [self.tokenizer.bos_token_id, *ids]
         return ids
 
-    def _prefix_split(self, context: str, window: Window) -> int:
+    def _prefix_split(self, context: str, window: Window, known: dict[str, list[int]]) -> int:
         """How many of `window`'s input tokens form a prefix worth sharing: the context's text
         up to its last blank line when that text alone tokenises to exactly those tokens and
-        ends before the first scored position, else 0. A function of the request alone."""
+        ends before the first scored position, else 0. A function of the request alone;
+        `known` memoises prefix encodings (thousands of questions share a few k-shot blocks)."""
         first_scored = len(window.input_ids) - len(window.targets)
         cut = context.rfind("\n\n")
         # GPT-2 style tokenizers split a blank line before a word into two newline tokens,
         # others keep it whole: the cut is tried after the blank line, then inside it.
         for end in (cut + 2, cut + 1) if cut > 0 else ():
-            prefix = self._encode(context[:end])
+            text = context[:end]
+            prefix = known.get(text)
+            if prefix is None:
+                prefix = known[text] = self._encode(text)
             if len(prefix) <= first_scored and window.input_ids[: len(prefix)] == prefix:
                 return len(prefix)
         return 0
@@ -340,14 +347,15 @@ class HFBackend:
             # The forward pass appends to the cache it is given, so each batch gets a copy.
             extra["cache"] = copy.deepcopy(self._prefix_kv(prefix))
             extra["cache"].batch_repeat_interleave(len(batch))
-        rows = torch.tensor(
+        # The (row, position) of every scored position, row by row.
+        rows = torch.repeat_interleave(torch.arange(len(batch)), torch.tensor(spans))
+        positions = torch.tensor(
             [
-                r
+                p
                 for inputs, span in zip(batch, spans, strict=True)
-                for r in range(len(inputs) - span, len(inputs))
+                for p in range(len(inputs) - span, len(inputs))
             ]
         )
-        rows_of = torch.repeat_interleave(torch.arange(len(batch)), torch.tensor(spans))
         with torch.inference_mode():
             kwargs = {
                 "input_ids": input_ids.to(self._device),
@@ -356,9 +364,9 @@ class HFBackend:
             }
             if self._head_only:
                 hidden = self.model.get_decoder()(**kwargs).last_hidden_state
-                logits = self._head(hidden[rows_of, rows])
+                logits = self._head(hidden[rows, positions])
             else:
-                logits = self.model(**kwargs).logits[rows_of, rows]
+                logits = self.model(**kwargs).logits[rows, positions]
         return list(logits.float().split(list(spans)))
 
     def _head(self, hidden: torch.Tensor) -> torch.Tensor:
