@@ -342,11 +342,14 @@ class HFBackend:
         for row, inputs in enumerate(batch):
             input_ids[row, : len(inputs)] = torch.tensor(inputs)
             attention[row, len(prefix) : len(prefix) + len(inputs)] = 1
-        extra: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids.to(self._device),
+            "attention_mask": attention.to(self._device),
+        }
         if prefix:
             # The forward pass appends to the cache it is given, so each batch gets a copy.
-            extra["cache"] = copy.deepcopy(self._prefix_kv(prefix))
-            extra["cache"].batch_repeat_interleave(len(batch))
+            kwargs["cache"] = copy.deepcopy(self._prefix_kv(prefix))
+            kwargs["cache"].batch_repeat_interleave(len(batch))
         # The (row, position) of every scored position, row by row.
         rows = torch.repeat_interleave(torch.arange(len(batch)), torch.tensor(spans))
         positions = torch.tensor(
@@ -357,11 +360,6 @@ class HFBackend:
             ]
         )
         with torch.inference_mode():
-            kwargs = {
-                "input_ids": input_ids.to(self._device),
-                "attention_mask": attention.to(self._device),
-                **extra,
-            }
             if self._head_only:
                 hidden = self.model.get_decoder()(**kwargs).last_hidden_state
                 logits = self._head(hidden[rows, positions])
