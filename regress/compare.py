@@ -1,4 +1,4 @@
-"""Pair a candidate run with its baseline and judge every gated unit: the ONE place they meet.
+"""Judge every gated unit of a paired candidate and baseline (pairing: `regress.pairing`).
 
 Pairing is by (task, doc_id) with equal doc_hash. A gated unit is a task, or a group: every
 task whose TaskInfo.group is set belongs to that group's unit (`mmlu_anatomy` to `mmlu`), and
@@ -44,6 +44,7 @@ from regress.comparison import (
 )
 from regress.errors import BadInput, ExitCode
 from regress.manifest import Manifest, Run, TaskInfo
+from regress.pairing import Pair, pair_runs
 from regress.policy import Inconclusive, Policy
 from regress.records import Record, Status
 from regress.stats import (
@@ -65,9 +66,6 @@ PERPLEXITY_WEIGHTS = {"word_perplexity": "n_words", "byte_perplexity": "n_bytes"
 ROLLING = "loglikelihood_rolling"
 
 
-Pair = tuple[Record, Record]
-
-
 def compare(
     baseline: Run, candidate: Run, policy: Policy, allow_mismatch: bool = False
 ) -> Comparison:
@@ -81,7 +79,9 @@ def compare(
     tasks = _compatible_tasks(baseline.manifest, candidate.manifest, allow_mismatch, warnings)
     if not tasks:
         raise BadInput("nothing to compare: the baseline and the candidate share no task")
-    pairs, unpaired = _pair(baseline, candidate, tasks, warnings)
+    pairing = pair_runs(baseline, candidate, tasks)
+    pairs, unpaired = pairing.pairs, pairing.unpaired
+    warnings.extend(pairing.warnings)
     units = _units(tasks)
     for name in sorted(set(policy.units) - set(units)):
         warnings.append(f"policy names unit '{name}', which is not in this suite")
@@ -148,33 +148,6 @@ def _hash_difference(base: TaskInfo, cand: TaskInfo) -> str:
                 f"(baseline {ours[:12]}, candidate {theirs[:12]})"
             )
     return ""
-
-
-def _pair(
-    baseline: Run, candidate: Run, tasks: Sequence[TaskInfo], warnings: list[str]
-) -> tuple[dict[str, list[Pair]], int]:
-    """Pairs per task by (doc_id, doc_hash); counts and reports the baseline's leftovers."""
-    pairs: dict[str, list[Pair]] = {}
-    unpaired = 0
-    for task in tasks:
-        theirs = {r.doc_id: r for r in candidate.records.get(task.name, [])}
-        pairs[task.name] = []
-        missing = differing = 0
-        for ours in baseline.records.get(task.name, []):
-            other = theirs.get(ours.doc_id)
-            if other is None:
-                missing += 1
-            elif other.doc_hash != ours.doc_hash:
-                differing += 1
-            else:
-                pairs[task.name].append((ours, other))
-        if missing or differing:
-            warnings.append(
-                f"task {task.name}: {missing} baseline examples missing from the candidate, "
-                f"{differing} with a different doc_hash; left unpaired"
-            )
-        unpaired += missing + differing
-    return pairs, unpaired
 
 
 def _units(tasks: Sequence[TaskInfo]) -> dict[str, list[TaskInfo]]:
