@@ -80,6 +80,9 @@ class Manifest:
     """The command line that produced the run."""
     shard: str | None = None
     """`i/n` when the run holds one shard of the suite (join shards with `regress merge`)."""
+    records_sha256: dict[str, str] = field(default_factory=dict)
+    """sha256 of each `records/<task>.jsonl` by task, set by the store when it writes the run;
+    a records file that does not match is refused, so an edit cannot pass unseen."""
     schema_version: int = MANIFEST_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,6 +109,7 @@ class Manifest:
                 environment=data.get("environment", {}),
                 command=data.get("command", ""),
                 shard=data.get("shard"),
+                records_sha256=data.get("records_sha256", {}),
                 schema_version=version,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
