@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from regress import safe_yaml
 from regress.errors import BadInput
 from regress.stats import Correction, Test
 
@@ -127,7 +128,7 @@ def load_policy(path: str | Path | None) -> Policy:
     except OSError as exc:
         raise BadInput(f"policy file {path}: cannot read ({exc.strerror})") from exc
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load(text)  # bounded: no alias bomb, no oversized file
     except yaml.YAMLError as exc:
         raise BadInput(f"policy file {path}: not valid YAML ({_yaml_problem(exc)})") from exc
     return parse_policy({} if data is None else data, where=f"policy file {path}")
