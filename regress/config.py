@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from regress import safe_yaml
 from regress.errors import BadInput
 
 _SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args"}
@@ -47,9 +48,22 @@ class Suite:
     model_args: dict[str, Any] = field(default_factory=dict)
 
 
+def _show(value: Any) -> str:
+    """A short rendering of a value for an error message (a YAML value may be huge)."""
+    scalar = isinstance(value, str | int | float | bool | None)
+    text = repr(value) if scalar else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _int(value: Any, where: str, minimum: int = 0) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise BadInput(f"{where}: expected an integer >= {minimum}, got {value!r}")
+        raise BadInput(f"{where}: expected an integer >= {minimum}, got {_show(value)}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise BadInput(f"{where}: expected a name, got {_show(value)}")
     return value
 
 
@@ -67,30 +81,33 @@ def load_suite(path: Path) -> Suite:
     """Parse a suite YAML file; every mistake is a BadInput naming the file and key."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_yaml.load(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise BadInput(f"{path}: cannot read suite ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except yaml.YAMLError as exc:
-        raise BadInput(f"{path}: not valid YAML ({exc})") from exc
+        raise BadInput(f"{path}: not valid YAML ({_yaml_problem(exc)})") from exc
     if not isinstance(data, dict):
         raise BadInput(f"{path}: a suite is a mapping with a `tasks:` list")
-    unknown = set(data) - _SUITE_KEYS
+    unknown = sorted(_show(k) for k in set(data) - _SUITE_KEYS)
     if unknown:
-        raise BadInput(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_SUITE_KEYS)}")
+        raise BadInput(f"{path}: unknown key(s) {unknown[:10]}; allowed: {sorted(_SUITE_KEYS)}")
     default_shots = data.get("num_fewshot")
     default_limit = data.get("limit")
     entries = []
-    for i, item in enumerate(data.get("tasks") or []):
+    listed = data.get("tasks") or []
+    if not isinstance(listed, list):
+        raise BadInput(f"{path}: `tasks:` must be a list, got {_show(listed)}")
+    for i, item in enumerate(listed):
         where = f"{path}: tasks[{i}]"
         if isinstance(item, str):
             item = {"task": item}
         if not isinstance(item, dict) or "task" not in item:
             raise BadInput(f"{where}: expected a task name or a mapping with `task:`")
-        unknown = set(item) - _TASK_KEYS
+        unknown = sorted(_show(k) for k in set(item) - _TASK_KEYS)
         if unknown:
-            raise BadInput(
-                f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_TASK_KEYS)}"
-            )
+            raise BadInput(f"{where}: unknown key(s) {unknown[:10]}; allowed: {sorted(_TASK_KEYS)}")
         shots = item.get("num_fewshot", default_shots)
         limit = item.get("limit", default_limit)
         docs = item.get("docs")
@@ -98,7 +115,7 @@ def load_suite(path: Path) -> Suite:
             raise BadInput(f"{where}: `docs` must be a non-empty list of document indices")
         entries.append(
             TaskEntry(
-                task=str(item["task"]),
+                task=_str(item["task"], f"{where}.task"),
                 num_fewshot=None if shots is None else _int(shots, f"{where}.num_fewshot"),
                 limit=None if limit is None else _int(limit, f"{where}.limit", 1),
                 docs=None if docs is None else tuple(_int(d, f"{where}.docs") for d in docs),
@@ -109,9 +126,17 @@ def load_suite(path: Path) -> Suite:
     model_args = data.get("model_args") or {}
     if not isinstance(model_args, dict):
         raise BadInput(f"{path}: `model_args` must be a mapping")
+    backend = data.get("backend")
     return Suite(
-        name=str(data.get("name", path.stem)),
+        name=_str(data.get("name", path.stem), f"{path}: name"),
         tasks=tuple(entries),
-        backend=data.get("backend"),
+        backend=None if backend is None else _str(backend, f"{path}: backend"),
         model_args=model_args,
     )
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The parser's complaint and its line, on one line (never the document's values)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)

@@ -10,6 +10,9 @@ Subcommands:
   outputs [--report-json F] K=V ...
                                write step outputs to $GITHUB_OUTPUT (adds `verdict` from F)
   comment --body-file F ...    create or update the PR comment carrying the hidden marker
+                               (only one written by this token's user or the Actions bot)
+  flag --changed-files F --protected P ... --report-md R
+                               warn in the report when the PR changes the gate's own inputs
   gate --exit-code N --verdict V --fail-on X
                                exit nonzero when the job must fail
 """
@@ -35,6 +38,8 @@ from regress.errors import BadInput, ExitCode, RegressError, RunFailed
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_MARKER = "<!-- regress-report -->"
+ACTIONS_BOT = "github-actions[bot]"
+"""Who posts with an Actions token (which cannot read GET /user)."""
 SUMMARY_LIMIT_BYTES = 1024 * 1024
 """GitHub rejects a step summary above 1 MiB."""
 COMMENT_LIMIT = 65536
@@ -47,6 +52,13 @@ _TRUNCATED_NOTE = (
     "the workflow run's artifact.\n"
 )
 _NEXT_LINK = re.compile(r'<[^>]*>;\s*rel="next"')
+# An @ that GitHub would turn into a mention (not inside a word, as in an e-mail address).
+_MENTION = re.compile(r"(?<![\w@])@(?=[A-Za-z0-9])")
+_MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
+_HTML_MEDIA = re.compile(r"<\s*/?\s*(?:img|image|picture|source|video|audio|svg)\b[^>]*>", re.I)
+_IMAGE_REMOVED = "[image removed]"
+_FLAG_LIMIT = 20
+"""Changed protected files listed in the report; the rest are counted."""
 
 
 class FailOn(StrEnum):
@@ -88,12 +100,25 @@ def truncate_utf8(text: str, limit: int) -> str:
     return head + _TRUNCATED_NOTE if budget else ""
 
 
+def sanitize_markdown(text: str) -> str:
+    """Report text made safe to post: no @mention notifies anyone, no image loads from outside.
+
+    The report quotes model output (answers, flips), which a crafted model or dataset can fill
+    with `@org/team` pings or tracking images. A zero-width space after `@` keeps the text
+    readable and stops the mention; every Markdown or HTML image becomes a placeholder.
+    """
+    text = _MD_IMAGE.sub(_IMAGE_REMOVED, text)
+    text = _HTML_MEDIA.sub(_IMAGE_REMOVED, text)
+    return _MENTION.sub("@\u200b", text)
+
+
 def append_step_summary(markdown: str, path: Path, limit: int = SUMMARY_LIMIT_BYTES) -> int:
-    """Append `markdown` to the step summary file at `path`, keeping the file within `limit`.
+    """Append `markdown` (sanitized) to the step summary file at `path`, within `limit` bytes.
 
     Returns the number of bytes written. Text already in the file counts against the limit.
     """
     used = path.stat().st_size if path.exists() else 0
+    markdown = sanitize_markdown(markdown)
     text = truncate_utf8(markdown if markdown.endswith("\n") else markdown + "\n", limit - used)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(text)
@@ -140,11 +165,61 @@ def pr_number_from_event(event_path: Path) -> int | None:
 def comment_body(
     report_md: str, marker: str = DEFAULT_MARKER, run_url: str = "", limit: int = COMMENT_LIMIT
 ) -> str:
-    """The PR comment for a report: the marker line, the report (cut to fit), a run link."""
+    """The PR comment for a report: the marker line, the report (sanitized, cut to fit), a run
+    link."""
     footer = f"\n\n[Workflow run, full report and records]({run_url})\n" if run_url else "\n"
     head = f"{marker}\n"
     room = limit - len(head.encode()) - len(footer.encode())
-    return head + truncate_utf8(report_md.rstrip("\n"), room).rstrip("\n") + footer
+    report = sanitize_markdown(report_md).rstrip("\n")
+    return head + truncate_utf8(report, room).rstrip("\n") + footer
+
+
+def protected_changes(changed: Sequence[str], protected: Sequence[str]) -> list[str]:
+    """The changed files (repository paths) that are the gate's own inputs.
+
+    `protected` holds folders (ending in `/`: the baseline store) and files (the policy): a PR
+    that changes them changes what it is judged against, which a reviewer must see.
+    """
+    folders = [_repo_path(p).rstrip("/") + "/" for p in protected if p.endswith("/")]
+    files = {_repo_path(p) for p in protected if p and not p.endswith("/")}
+    hits = {
+        _repo_path(path)
+        for path in changed
+        if path.strip()
+        and (_repo_path(path) in files or any(_repo_path(path).startswith(f) for f in folders))
+    }
+    return sorted(hits)
+
+
+def _repo_path(path: str) -> str:
+    path = path.strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def protected_note(paths: Sequence[str]) -> str:
+    """The report's warning that a PR changes the gate's own inputs (empty when it does not)."""
+    if not paths:
+        return ""
+    shown = ", ".join(f"`{p}`" for p in paths[:_FLAG_LIMIT])
+    more = f" and {len(paths) - _FLAG_LIMIT} more" if len(paths) > _FLAG_LIMIT else ""
+    return (
+        "> [!WARNING]\n"
+        f"> **This pull request changes the gate's own inputs:** {shown}{more}. A PR can pass "
+        "the gate by editing its baseline or loosening its policy: review these changes; a "
+        "protected gate reads both from the base branch (README: protected setup).\n"
+    )
+
+
+def insert_note(report_md: str, note: str) -> str:
+    """`report_md` with `note` after its first line (the verdict heading stays first)."""
+    if not note:
+        return report_md
+    head, _, rest = report_md.partition("\n")
+    rest = rest.lstrip("\n")
+    # A blank line after the note, so the report's next line does not join the quote.
+    return f"{head}\n\n{note}\n{rest}"
 
 
 class _Api:
@@ -197,15 +272,32 @@ def _describe(exc: urllib.error.HTTPError) -> str:
     return text
 
 
-def _find_marked_comment(api: _Api, repo: str, pr: int, marker: str) -> dict[str, Any] | None:
-    """The first comment on `pr` whose body contains `marker`, reading page after page."""
+def _own_logins(api: _Api) -> set[str]:
+    """Logins whose comments this token posted: its user, or the Actions bot for an Actions
+    token (GET /user refuses an installation token)."""
+    try:
+        user, _ = api.call("GET", "/user")
+    except RunFailed:
+        return {ACTIONS_BOT}
+    login = user.get("login") if isinstance(user, dict) else None
+    return {login} if isinstance(login, str) and login else {ACTIONS_BOT}
+
+
+def _find_marked_comment(
+    api: _Api, repo: str, pr: int, marker: str, authors: set[str]
+) -> dict[str, Any] | None:
+    """The first comment on `pr` by one of `authors` whose body contains `marker`.
+
+    Anyone can paste the marker into a comment; only our own comment is ever edited.
+    """
     page = 1
     while True:
         comments, headers = api.call(
             "GET", f"/repos/{repo}/issues/{pr}/comments", {"per_page": _PER_PAGE, "page": page}
         )
         for comment in comments:
-            if marker in (comment.get("body") or ""):
+            author = (comment.get("user") or {}).get("login")
+            if marker in (comment.get("body") or "") and author in authors:
                 return comment
         if not _NEXT_LINK.search(headers.get("Link", "")):
             return None
@@ -213,18 +305,24 @@ def _find_marked_comment(api: _Api, repo: str, pr: int, marker: str) -> dict[str
 
 
 def upsert_comment(
-    api_url: str, repo: str, pr: int, body: str, token: str, marker: str = DEFAULT_MARKER
+    api_url: str,
+    repo: str,
+    pr: int,
+    body: str,
+    token: str,
+    marker: str = DEFAULT_MARKER,
+    authors: set[str] | None = None,
 ) -> CommentResult:
     """Keep one comment on pull request `pr` of `repo` (`owner/name`) up to date.
 
-    Finds the comment whose body contains `marker` and replaces its body, or creates the
-    comment if there is none. `body` gets the marker prepended if it lacks it, so the next
-    run finds the comment again.
+    Finds the comment written by `authors` (default: the token's own login, else the Actions
+    bot) whose body contains `marker` and replaces its body, or creates the comment if there
+    is none. `body` gets the marker prepended if it lacks it, so the next run finds it again.
     """
     if marker not in body:
         body = f"{marker}\n{body}"
     api = _Api(api_url, token)
-    existing = _find_marked_comment(api, repo, pr, marker)
+    existing = _find_marked_comment(api, repo, pr, marker, authors or _own_logins(api))
     if existing is None:
         made, _ = api.call("POST", f"/repos/{repo}/issues/{pr}/comments", payload={"body": body})
         return CommentResult(CommentAction.CREATED, int(made["id"]), made.get("html_url", ""))
@@ -333,6 +431,22 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _cmd_flag(args: argparse.Namespace) -> int:
+    changed = _read(args.changed_files).splitlines()
+    paths = protected_changes(changed, args.protected)
+    if not paths:
+        print("flag: the PR changes no protected path")
+        return ExitCode.OK
+    report = _read(args.report_md)
+    try:
+        args.report_md.write_text(insert_note(report, protected_note(paths)), encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write {args.report_md}: {exc.strerror}") from exc
+    # One workflow-command line per run, so the warning also shows on the run's page.
+    print(f"::warning::this PR changes the gate's own inputs: {', '.join(paths[:_FLAG_LIMIT])}")
+    return ExitCode.OK
+
+
 def _cmd_gate(args: argparse.Namespace) -> int:
     if not should_fail(args.exit_code, args.verdict, args.fail_on):
         print(f"regress: verdict {args.verdict}, exit code {args.exit_code}: the gate passes")
@@ -371,6 +485,14 @@ def _parser() -> argparse.ArgumentParser:
     comment.add_argument("--marker", default=DEFAULT_MARKER)
     comment.add_argument("--run-url", default="", help="link to the run with the artifact")
     comment.set_defaults(run=_cmd_comment)
+
+    flag = sub.add_parser("flag", help="warn in the report about changed protected paths")
+    flag.add_argument("--changed-files", type=Path, required=True, help="one path per line")
+    flag.add_argument(
+        "--protected", nargs="+", required=True, help="folders (ending in /) and files"
+    )
+    flag.add_argument("--report-md", type=Path, required=True)
+    flag.set_defaults(run=_cmd_flag)
 
     gate = sub.add_parser("gate", help="exit nonzero when the job must fail")
     gate.add_argument("--exit-code", type=int, required=True)

@@ -9,11 +9,12 @@ separate timings file (see `store.py`), not here.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from regress.errors import BadInput
+from regress.errors import BadInput, RunFailed
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -58,22 +59,94 @@ class Record:
     """`prompt` and `completion` token counts over the example's requests."""
 
     def to_json(self) -> str:
-        """One canonical JSON line (sorted keys) for the records file."""
+        """One canonical JSON line (sorted keys) for the records file.
+
+        A NaN or infinite number has no JSON form (Python would write bare `NaN`): RunFailed.
+        """
         data = asdict(self)
         data["status"] = str(self.status)
-        return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return json.dumps(
+                data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            )
+        except ValueError as exc:
+            raise RunFailed(
+                f"{self.task} doc {self.doc_id}: non-finite score or metric (NaN or inf), "
+                "the model's outputs are broken; not stored"
+            ) from exc
 
     @classmethod
     def from_json(cls, line: str, where: str = "") -> Record:
         """Parse one records line; `where` names file:line for the error message."""
         try:
-            data = json.loads(line)
+            data = json.loads(line, parse_constant=_no_constant)
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise BadInput(f"{where}: not a valid record ({exc})") from exc
+        if not isinstance(data, dict):
+            kind = _JSON_KINDS.get(type(data), "value")
+            raise BadInput(f"{where}: not a valid record (a JSON {kind}, not an object)")
+        unknown = set(data) - _FIELDS
+        if unknown:
+            raise BadInput(f"{where}: not a valid record (unknown fields {sorted(unknown)[:5]})")
+        for name, check, expected in _CHECKS:
+            if name in data and not check(data[name]):
+                value = json.dumps(data[name])[:40]
+                raise BadInput(
+                    f"{where}: not a valid record ({name} is {value}, expected {expected})"
+                )
+        try:
             data["status"] = Status(data.get("status", "ok"))
             return cls(**data)
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+        except (TypeError, ValueError) as exc:
             raise BadInput(f"{where}: not a valid record ({exc})") from exc
 
     @property
     def ok(self) -> bool:
         """Whether the example was scored (a truncated prompt still counts as scored)."""
         return self.status in (Status.OK, Status.TRUNCATED)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+    )
+
+
+_JSON_KINDS: dict[type, str] = {
+    list: "array",
+    type(None): "null",
+    str: "string",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+}
+_FIELDS = {f.name for f in fields(Record)}
+_CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("task", lambda v: isinstance(v, str), "a string"),
+    ("doc_id", lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    ("doc_hash", lambda v: isinstance(v, str), "a string"),
+    ("prompt_hash", lambda v: isinstance(v, str), "a string"),
+    ("correct", lambda v: v is None or (_is_int(v) and v in (0, 1)), "0, 1 or null"),
+    ("metrics", _is_number_map, "an object of numbers"),
+    (
+        "scores",
+        lambda v: isinstance(v, dict) and all(isinstance(x, list) for x in v.values()),
+        "an object of lists",
+    ),
+    ("status", lambda v: isinstance(v, str), "a string"),
+    ("error", lambda v: v is None or isinstance(v, str), "a string or null"),
+    (
+        "tokens",
+        lambda v: isinstance(v, dict) and all(_is_int(x) for x in v.values()),
+        "an object of integers",
+    ),
+)
+"""Field types a records line must have: a wrong type is a one-line error naming file:line."""

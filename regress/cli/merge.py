@@ -8,8 +8,9 @@ import click
 
 from regress.cli.baseline import store_option
 from regress.cli.common import command_line, handles_errors
+from regress.integrity import check_fit_to_store
 from regress.merge import merge_runs
-from regress.store import Store, read_run, validate_name, write_run
+from regress.store import Store, check_replaceable, read_run, validate_name, write_run
 
 
 @click.command()
@@ -31,10 +32,13 @@ def merge(
     """
     if (output is None) == (baseline_name is None):
         raise click.UsageError("give exactly one of --output or --baseline")
+    if baseline_name:
+        validate_name(baseline_name)
+    check_replaceable(output if output is not None else Store(store).path(str(baseline_name)))
     runs = [read_run(path) for path in shards]
     merged = merge_runs(runs, name=baseline_name or "merged", command=command_line())
     if baseline_name:
-        validate_name(baseline_name)
+        check_fit_to_store(merged)  # a broken run never becomes a baseline
         target = Store(store).save(merged)
     else:
         assert output is not None

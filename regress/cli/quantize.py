@@ -42,6 +42,9 @@ def quantize_file(src: Path, qtype: str, out: Path, threads: int = 0) -> Path:
                 f"llama.cpp could not quantize {src} to {qtype} (status {status}); "
                 "some types (IQ2_XXS, Q2_K_S) need an importance matrix"
             )
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the model from a CI cache
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):

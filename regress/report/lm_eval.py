@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from regress.engine import TaskRun
+from regress.errors import BadInput
 from regress.requests import (
     AnyResult,
     FailedResult,
@@ -148,17 +149,23 @@ def write_lm_eval(
     elapsed_s: float,
     log_samples: bool,
 ) -> list[Path]:
-    """Write results (and samples) files into `out_dir`; return the paths written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write results (and samples) files into `out_dir`; return the paths written.
+
+    An output folder that cannot be made or written (a file, no permission) is a BadInput.
+    """
     stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
     written = [out_dir / f"results_{stamp}.json"]
     doc = results_json(runs, model_config, elapsed_s)
-    written[0].write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
-    if log_samples:
-        for run in runs:
-            path = out_dir / f"samples_{run.task.name}_{stamp}.jsonl"
-            path.write_text("".join(x + "\n" for x in sample_lines(run)), encoding="utf-8")
-            written.append(path)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written[0].write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+        if log_samples:
+            for run in runs:
+                path = out_dir / f"samples_{run.task.name}_{stamp}.jsonl"
+                path.write_text("".join(x + "\n" for x in sample_lines(run)), encoding="utf-8")
+                written.append(path)
+    except OSError as exc:
+        raise BadInput(f"--output-path {out_dir}: cannot write results ({exc.strerror})") from exc
     return written
 
 

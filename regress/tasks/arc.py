@@ -36,6 +36,12 @@ def load(subset: str, task: str, source: DataSource, split: str) -> list[Doc]:
             }
         except (KeyError, TypeError) as exc:
             raise BadInput(f"{path}: record {number}: missing field {exc}") from exc
+        texts = [doc["question"], *doc["choices"]["text"], *doc["choices"]["label"]]
+        if not all(isinstance(t, str) for t in [*texts, doc["answerKey"]]):
+            raise BadInput(
+                f"{path}: record {number}: question stem, choice texts and labels and answerKey "
+                "must be strings"
+            )
         if doc["answerKey"] not in doc["choices"]["label"]:
             raise BadInput(f"{path}: record {number}: answerKey {doc['answerKey']!r} not a label")
         docs.append(doc)

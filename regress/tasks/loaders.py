@@ -4,6 +4,7 @@ can act on: every message names the file, the line and the task that needed it."
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from pathlib import Path
@@ -45,24 +46,24 @@ def data_file(source: DataSource, relative: str, task: str) -> Path:
 def read_jsonl(path: Path) -> list[Doc]:
     """One JSON object per non-blank line."""
     rows = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise BadInput(f"{path}:{number}: expected a JSON object")
-            rows.append(row)
+    # split("\n") as file iteration does: JSON strings may hold U+2028 and other line breaks.
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise BadInput(f"{path}:{number}: expected a JSON object")
+        rows.append(row)
     return rows
 
 
 def read_json(path: Path) -> Any:
     """A whole-file JSON document."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
 
@@ -71,7 +72,7 @@ def read_csv(path: Path, n_columns: int) -> list[list[str]]:
     """Rows of a header-less CSV, each with exactly `n_columns` string fields."""
     rows = []
     # newline="" lets the csv module handle quoted newlines and CRLF files alike.
-    with path.open(encoding="utf-8", newline="") as handle:
+    with io.StringIO(read_text(path), newline="") as handle:
         reader = csv.reader(handle)
         try:
             for row in reader:
@@ -87,7 +88,17 @@ def read_csv(path: Path, n_columns: int) -> list[list[str]]:
 
 def read_lines(path: Path) -> list[str]:
     """Lines without their line endings (the file's final newline ends the last line)."""
-    return path.read_text(encoding="utf-8").splitlines()
+    return read_text(path).splitlines()
+
+
+def read_text(path: Path) -> str:
+    """A data file's text; a file that is not UTF-8 is a BadInput naming its line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BadInput(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from exc
 
 
 def load_hf(path: str, name: str | None, split: str, task: str) -> list[Doc]:

@@ -122,6 +122,12 @@ class MultipleChoiceTask:
         sampler = self._sampler(source, shots_per_doc)
         examples = []
         for doc_id, doc in enumerate(docs):
+            text, choices, target = (
+                self.doc_to_text(doc),
+                self.doc_to_choice(doc),
+                self.doc_to_target(doc),
+            )
+            self._check_document(doc_id, text, choices, target)
             shots = sampler.sample(shots_per_doc, doc) if sampler else []
             context = render_context(
                 self.description,
@@ -129,14 +135,29 @@ class MultipleChoiceTask:
                     (self.doc_to_text(s), self.doc_to_choice(s)[self.doc_to_target(s)])
                     for s in shots
                 ],
-                self.doc_to_text(doc),
+                text,
             )
             requests = tuple(
-                LoglikelihoodRequest(context, TARGET_DELIMITER + choice)
-                for choice in self.doc_to_choice(doc)
+                LoglikelihoodRequest(context, TARGET_DELIMITER + choice) for choice in choices
             )
-            examples.append(Example(doc_id, doc, requests, self.doc_to_target(doc)))
+            examples.append(Example(doc_id, doc, requests, target))
         return examples
+
+    def _check_document(self, doc_id: int, text: Any, choices: Any, target: Any) -> None:
+        """A malformed row (a number where text belongs) is bad input, not a crash later."""
+        if not (
+            isinstance(text, str)
+            and isinstance(choices, list)
+            and choices
+            and all(isinstance(c, str) for c in choices)
+            and isinstance(target, int)
+            and not isinstance(target, bool)
+            and 0 <= target < len(choices)
+        ):
+            raise BadInput(
+                f"{self.name}: document {doc_id}: needs a text prompt, a list of text choices "
+                "and a target index among them (check the data file's fields)"
+            )
 
     def _sampler(self, source: DataSource, shots: int) -> FewshotSampler | None:
         if shots < 0:

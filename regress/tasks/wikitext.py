@@ -16,7 +16,7 @@ from typing import Any
 
 from regress.requests import RequestKind, Result, RollingLoglikelihoodRequest, RollingResult
 from regress.tasks.base import DataSource, Example, Scored
-from regress.tasks.loaders import Doc, data_file, load_hf
+from regress.tasks.loaders import Doc, data_file, load_hf, read_text
 from regress.tasks.metrics import corpus_perplexity
 
 METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
@@ -77,7 +77,7 @@ def load(source: DataSource, split: str) -> list[Doc]:
         return load_hf("EleutherAI/wikitext_document_level", "wikitext-2-raw-v1", split, "wikitext")
     name = _FILE_SPLIT[split]
     path = data_file(source, f"wikitext-2/wikitext-2-raw/wiki.{name}.raw", "wikitext")
-    return [{"page": page} for page in split_pages(path.read_text(encoding="utf-8"))]
+    return [{"page": page} for page in split_pages(read_text(path))]
 
 
 # eq=False: a task is an identity (hashable, usable as a key), not a value.
