@@ -44,7 +44,8 @@ def check_fit_to_store(run: Run, max_error_rate: float = DEFAULT_MAX_ERROR_RATE)
                     f"task {task} doc {record.doc_id}: non-finite score (NaN or inf): the "
                     "model's outputs are broken; not stored"
                 )
-        failed = [r for r in records if not r.ok]
+        # A prompt too long to generate from is stored as `truncated` with an error: no answer.
+        failed = [r for r in records if not r.ok or r.error is not None]
         if records and len(failed) / len(records) > max_error_rate:
             first = failed[0]
             raise RunFailed(

@@ -52,6 +52,15 @@ def test_error_rate_above_the_policy_default_fails_the_run() -> None:
     assert err.value.exit_code == ExitCode.RUN_FAILED
 
 
+def test_a_generation_that_could_not_start_counts_as_failed() -> None:
+    records = make_records(n=10)
+    records[0] = dataclasses.replace(
+        failed(records[0], Status.TRUNCATED), error="prompt of 900 tokens + 256 new exceeds n_ctx"
+    )
+    with pytest.raises(RunFailed, match="1 of 10 examples failed .* doc 0 truncated: prompt"):
+        check_fit_to_store(run_of({"arc_easy": records}))
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_non_finite_scores_fail_the_run(value: float) -> None:
     records = make_records(n=5)
