@@ -5,12 +5,16 @@ task whose TaskInfo.group is set belongs to that group's unit (`mmlu_anatomy` to
 the group's members are reported as subjects, not gated one by one.
 
 A unit is one of three kinds, by what its records hold:
-- accuracy: 0/1 `correct` (or a 0/1 metric the policy names): one-sided McNemar test,
-  Tango's interval for Δ, flips listed;
-- score: a per-example score in [0, 1] with `correct` None (TruthfulQA MC2): paired t test
-  on the mean, b and c count the examples that scored lower and higher;
-- perplexity (loglikelihood_rolling tasks): Wilcoxon signed-rank test on per-document
-  log-likelihood per word or byte, and the relative change of the corpus perplexity.
+- accuracy: 0/1 `correct` (or a 0/1 metric the policy names): one-sided McNemar test
+  against no drop, Tango's score test against a drop of max_drop, Tango's interval for Δ,
+  flips listed;
+- score: a per-example score in [0, 1] with `correct` None (TruthfulQA MC2): bootstrap-t
+  tests of the mean, b and c count the examples that scored lower and higher;
+- perplexity (loglikelihood_rolling tasks): sign-flip tests of the length-weighted corpus
+  log-ratio, the very quantity whose relative change max_relative_increase judges.
+
+Each unit's rule (`margin` or `change`, regress.rules) says which test decides a REGRESSION;
+the no-drop test always decides whether a unit that did not regress is INCONCLUSIVE.
 
 How failed examples count (status error, timeout or refused; a truncated prompt was still
 scored and counts as it was scored):
@@ -29,6 +33,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -45,22 +50,27 @@ from regress.comparison import (
 from regress.errors import BadInput, ExitCode
 from regress.manifest import Manifest, Run, TaskInfo
 from regress.pairing import Pair, pair_runs
-from regress.policy import Inconclusive, Policy
+from regress.planning import accuracy_mde, accuracy_n, shift_mde, shift_n
+from regress.policy import Inconclusive, Policy, UnitPolicy
 from regress.records import Record, Status
+from regress.rules import Rule, inconclusive, regression
 from regress.stats import (
     adjust_pvalues,
     choice_kl,
-    connor_n,
+    corpus_ratio_test,
+    margin_pvalue,
     mcnemar_pvalue,
     paired_diff_ci,
-    paired_mean_n,
     paired_mean_test,
-    paired_relative_test,
     top1_agreement,
 )
 
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
+PLAN_FACTOR = 2
+"""The n that would decide is planned for a true drop of twice the unit's threshold: a drop
+worth catching, stated in advance rather than read off the data (an observed drop that made a
+unit stand out overstates the true one)."""
 PERPLEXITY_WEIGHTS = {"word_perplexity": "n_words", "byte_perplexity": "n_bytes"}
 """Per-document metric holding each perplexity's denominator (bits_per_byte uses bytes too)."""
 ROLLING = "loglikelihood_rolling"
@@ -82,7 +92,7 @@ def compare(
     pairing = pair_runs(baseline, candidate, tasks)
     pairs, unpaired = pairing.pairs, pairing.unpaired
     warnings.extend(pairing.warnings)
-    units = _units(tasks)
+    units = units_of(tasks)
     for name in sorted(set(policy.units) - set(units)):
         warnings.append(f"policy names unit '{name}', which is not in this suite")
     k = max(1, sum(policy.for_unit(name).gate for name in units))
@@ -150,19 +160,21 @@ def _hash_difference(base: TaskInfo, cand: TaskInfo) -> str:
     return ""
 
 
-def _units(tasks: Sequence[TaskInfo]) -> dict[str, list[TaskInfo]]:
+def units_of(tasks: Sequence[TaskInfo]) -> dict[str, list[TaskInfo]]:
+    """The gated units of these tasks, by name: a task alone, or its group's members."""
     units: dict[str, list[TaskInfo]] = defaultdict(list)
     for task in tasks:
         units[task.group or task.name].append(task)
     return dict(sorted(units.items()))
 
 
-def _kind(name: str, tasks: Sequence[TaskInfo], pairs: dict[str, list[Pair]]) -> UnitKind:
+def unit_kind(name: str, tasks: Sequence[TaskInfo], records: dict[str, list[Record]]) -> UnitKind:
+    """What a unit pairs, from its tasks and the baseline's records of them."""
     kinds = set()
     for task in tasks:
         if task.output_type == ROLLING:
             kinds.add(UnitKind.PERPLEXITY)
-        elif any(base.ok and base.correct is None for base, _ in pairs[task.name]):
+        elif any(base.ok and base.correct is None for base in records.get(task.name, [])):
             kinds.add(UnitKind.SCORE)
         else:
             kinds.add(UnitKind.ACCURACY)
@@ -209,12 +221,13 @@ def _measure(
 ) -> tuple[UnitResult, list[Flip]]:
     """A unit's measurements and flips; `_judge` fills in its verdict afterwards.
 
-    `k` is the number of gated units, which the n that would decide is planned for.
+    `k` is the number of gated units, which the MDE and the n that would decide are planned
+    for.
     """
-    kind = _kind(name, tasks, pairs)
+    kind = unit_kind(name, tasks, {t.name: [base for base, _ in pairs[t.name]] for t in tasks})
     if kind is UnitKind.PERPLEXITY:
         unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
-        return _measure_perplexity(name, tasks, unit_pairs, policy), []
+        return _measure_perplexity(name, tasks, unit_pairs, policy, k), []
     return _measure_outcomes(name, tasks, pairs, policy, kind, k)
 
 
@@ -249,18 +262,8 @@ def _measure_outcomes(
     ours, theirs = np.asarray(all_before), np.asarray(all_after)
     n, b, c = len(ours), int(np.sum(theirs < ours)), int(np.sum(theirs > ours))
     unit_policy = policy.for_unit(name)
-    threshold = unit_policy.max_drop or 0.0
     k = k if unit_policy.gate else 1
-    if binary:
-        delta, ci = (c - b) / n if n else None, paired_diff_ci(b, c, n, CI_ALPHA)
-        pvalue = mcnemar_pvalue(b, c, policy.test)
-        needed = _connor_needed(n, b, c, threshold, policy, k)
-    else:
-        test = paired_mean_test(ours, theirs, CI_ALPHA)
-        delta, ci, pvalue = test.delta if n else None, test.ci, test.pvalue
-        needed = None
-        if n and -test.delta > threshold:
-            needed = paired_mean_n(test.sd, -test.delta, policy.alpha, policy.power, units=k)
+    stats = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k)
     unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
     kl, agreement = _choice_shift(unit_pairs)
     candidate_failures = _failures([cand for _, cand in unit_pairs])
@@ -270,35 +273,77 @@ def _measure_outcomes(
         metric=", ".join(sorted({_metric_of(t, policy, kind) or t.metric for t in tasks})),
         tasks=tuple(task.name for task in tasks),
         gated=unit_policy.gate,
+        rule=unit_policy.rule or policy.rule,
         n=n,
         baseline=float(ours.mean()) if n else None,
         candidate=float(theirs.mean()) if n else None,
-        delta=delta,
-        ci=ci if n else None,
         b=b,
         c=c,
         discordance=(b + c) / n if n else None,
-        pvalue=pvalue,
         adjusted_pvalue=None,
-        threshold=threshold,
+        change_adjusted_pvalue=None,
+        threshold=unit_policy.max_drop or 0.0,
         verdict=Verdict.PASS,
         reason="",
-        n_needed=needed,
         kl_divergence=kl,
         top1_agreement=agreement,
         baseline_failures=_failures([base for base, _ in unit_pairs]),
         candidate_failures=candidate_failures,
         error_rate=_error_rate(candidate_failures, n),
         subjects=tuple(subjects) if len(tasks) > 1 or tasks[0].group is not None else (),
+        **stats,
     )
     return unit, flips
 
 
-def _connor_needed(n: int, b: int, c: int, threshold: float, policy: Policy, k: int) -> int | None:
-    """Connor's n at the observed discordance and drop, when the drop exceeds max_drop."""
-    if not n or (b - c) / n <= threshold:
-        return None
-    return connor_n((b + c) / n, (b - c) / n, policy.alpha, policy.power, units=k)
+def _outcome_stats(
+    ours: np.ndarray,
+    theirs: np.ndarray,
+    flipped: tuple[int, int],
+    binary: bool,
+    unit_policy: UnitPolicy,
+    policy: Policy,
+    k: int,
+) -> dict[str, Any]:
+    """Δ, its interval, both p-values, the MDE and the plan of an accuracy or score unit.
+
+    `k` is the number of gated units the MDE and the plan share alpha with (Bonferroni).
+    """
+    n, (b, c) = len(ours), flipped
+    threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
+    alpha, plan_drop = policy.alpha / k, PLAN_FACTOR * threshold
+    if not n:
+        return dict(
+            delta=None,
+            ci=None,
+            pvalue=1.0,
+            change_pvalue=1.0,
+            mde=None,
+            n_needed=None,
+            plan_drop=None,
+        )
+    if binary:
+        discordance = (b + c) / n
+        change_p = mcnemar_pvalue(b, c, policy.test)
+        margin_p = margin_pvalue(b, c, n, threshold)
+        delta, ci = (c - b) / n, paired_diff_ci(b, c, n, CI_ALPHA)
+        mde = accuracy_mde(n, discordance, threshold, rule, alpha, policy.power)
+        needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
+    else:
+        test = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
+        change_p, margin_p, delta, ci = test.pvalue, test.margin_pvalue, test.delta, test.ci
+        mde = shift_mde(test.se, threshold, rule, alpha, policy.power)
+        sd = test.se * math.sqrt(n)
+        needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
+    return dict(
+        delta=delta,
+        ci=ci,
+        pvalue=margin_p if rule is Rule.MARGIN else change_p,
+        change_pvalue=change_p,
+        mde=mde,
+        n_needed=needed,
+        plan_drop=plan_drop if needed else None,
+    )
 
 
 def _subject(task: str, before: Sequence[float], after: Sequence[float]) -> SubjectResult:
@@ -346,8 +391,9 @@ def _choice_shift(pairs: Sequence[Pair]) -> tuple[float | None, float | None]:
 
 
 def _measure_perplexity(
-    name: str, tasks: Sequence[TaskInfo], pairs: Sequence[Pair], policy: Policy
+    name: str, tasks: Sequence[TaskInfo], pairs: Sequence[Pair], policy: Policy, k: int
 ) -> UnitResult:
+    """A perplexity unit: the corpus metric of documents scored on both sides, tested."""
     own = policy.units.get(name)
     metrics = {(own.metric if own else None) or task.metric for task in tasks}
     if len(metrics) > 1:
@@ -364,37 +410,47 @@ def _measure_perplexity(
             missing = [key for key in keys if key not in record.metrics]
             if missing:
                 raise BadInput(f"task {record.task} doc {record.doc_id}: no {missing[0]} metric")
-    test = paired_relative_test(
+    unit_policy = policy.for_unit(name)
+    threshold, rule = unit_policy.max_relative_increase or 0.0, unit_policy.rule or policy.rule
+    test = corpus_ratio_test(
         [base.metrics["loglik"] for base, _ in scored],
         [cand.metrics["loglik"] for _, cand in scored],
         [base.metrics[weight_key] for base, _ in scored],
+        margin=threshold,
+        alpha=CI_ALPHA,
     )
-    baseline = candidate = delta = None
+    baseline = candidate = delta = mde = None
     if test.n:
         baseline, candidate = _in_scale(metric, test.baseline), _in_scale(metric, test.candidate)
-        delta = candidate / baseline - 1
+        delta = test.relative_change
+        alpha = policy.alpha / (k if unit_policy.gate else 1)
+        mde = math.expm1(shift_mde(test.se, math.log1p(threshold), rule, alpha, policy.power))
     candidate_failures = _failures([cand for _, cand in pairs])
-    unit_policy = policy.for_unit(name)
     return UnitResult(
         name=name,
         kind=UnitKind.PERPLEXITY,
         metric=metric,
         tasks=tuple(task.name for task in tasks),
         gated=unit_policy.gate,
+        rule=rule,
         n=test.n,
         baseline=baseline,
         candidate=candidate,
         delta=delta,
-        ci=None,
+        ci=test.ci if test.n else None,
         b=None,
         c=None,
         discordance=None,
-        pvalue=test.pvalue,
+        pvalue=test.margin_pvalue if rule is Rule.MARGIN else test.pvalue,
         adjusted_pvalue=None,
-        threshold=unit_policy.max_relative_increase or 0.0,
+        change_pvalue=test.pvalue,
+        change_adjusted_pvalue=None,
+        threshold=threshold,
         verdict=Verdict.PASS,
         reason="",
+        mde=mde,
         n_needed=None,
+        plan_drop=None,
         kl_divergence=None,
         top1_agreement=None,
         baseline_failures=_failures([base for base, _ in pairs]),
@@ -409,63 +465,110 @@ def _in_scale(metric: str, perplexity: float) -> float:
 
 
 def _judge_all(units: Sequence[UnitResult], policy: Policy) -> tuple[UnitResult, ...]:
-    """Correct the gated units' p-values together, then give every unit its verdict."""
+    """Correct the gated units' p-values together, then give every unit its verdict.
+
+    Two families, each corrected over the gated units: the rules' p-values (which decide a
+    REGRESSION) and the no-drop p-values (which decide INCONCLUSIVE).
+    """
     gated = [i for i, unit in enumerate(units) if unit.gated]
-    pvalues = adjust_pvalues([units[i].pvalue for i in gated], policy.correction)
-    adjusted = dict(zip(gated, pvalues, strict=True))
-    return tuple(_judge(unit, adjusted.get(i), policy) for i, unit in enumerate(units))
+    rule_p = adjust_pvalues([units[i].pvalue for i in gated], policy.correction)
+    change_p = adjust_pvalues([units[i].change_pvalue for i in gated], policy.correction)
+    adjusted = dict(zip(gated, zip(rule_p, change_p, strict=True), strict=True))
+    judged = []
+    for i, unit in enumerate(units):
+        rule_adj, change_adj = adjusted.get(i, (None, None))
+        unit = replace(unit, adjusted_pvalue=rule_adj, change_adjusted_pvalue=change_adj)
+        verdict, reason = _judge(unit, policy)
+        # The plan answers "how many examples would decide": only an undecided unit asks.
+        if verdict is not Verdict.INCONCLUSIVE:
+            unit = replace(unit, n_needed=None, plan_drop=None)
+        elif unit.n < policy.min_examples and unit.kind is not UnitKind.PERPLEXITY:
+            unit = replace(unit, n_needed=max(policy.min_examples, unit.n_needed or 0))
+        judged.append(replace(unit, verdict=verdict, reason=reason))
+    return tuple(judged)
 
 
-def _judge(unit: UnitResult, adjusted: float | None, policy: Policy) -> UnitResult:
-    """Fill in the unit's verdict from its measurements, adjusted p and the policy."""
-    p = unit.pvalue if adjusted is None else adjusted
-    n_needed = None
+def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
+    """The unit's verdict and the one line that says why."""
     if unit.error_rate > policy.max_error_rate:
-        verdict = Verdict.ERROR
-        reason = (
+        return Verdict.ERROR, (
             f"{unit.error_rate:.1%} of the candidate's examples failed "
             f"(max_error_rate {policy.max_error_rate:.1%})"
         )
-    elif unit.kind is UnitKind.PERPLEXITY:
-        verdict, reason = _judge_perplexity(unit, p, policy)
-    else:
-        verdict, reason, n_needed = _judge_outcomes(unit, p, policy)
-    return replace(
-        unit, adjusted_pvalue=adjusted, verdict=verdict, reason=reason, n_needed=n_needed
+    perplexity = unit.kind is UnitKind.PERPLEXITY
+    if unit.n == 0 or unit.delta is None or unit.ci is None:
+        what = "document scored" if perplexity else "paired example"
+        return Verdict.INCONCLUSIVE, f"no {what} on both sides"
+    if not perplexity and unit.n < policy.min_examples:
+        reason = f"only {unit.n} paired examples (min_examples {policy.min_examples})"
+        return Verdict.INCONCLUSIVE, reason
+    drop, upper = (unit.delta, unit.ci[1]) if perplexity else (-unit.delta, -unit.ci[0])
+    rule_p = _adjusted(unit.pvalue, unit.adjusted_pvalue)
+    change_p = _adjusted(unit.change_pvalue, unit.change_adjusted_pvalue)
+    regressed = bool(regression(unit.rule, policy.alpha, rule_p, drop, unit.threshold))
+    if regressed:
+        return Verdict.REGRESSION, _regression_reason(unit, drop, rule_p, policy.alpha)
+    if inconclusive(regressed, policy.alpha, change_p, upper, unit.threshold):
+        return Verdict.INCONCLUSIVE, (
+            f"worse than the baseline ({_p_text(unit, change_p)} < alpha {policy.alpha}, "
+            f"H0: no drop), but the 95% CI reaches {_amount(unit, upper)} > {_limit(unit)}"
+        )
+    return Verdict.PASS, _pass_reason(unit, drop, change_p, policy.alpha)
+
+
+def _adjusted(raw: float, adjusted: float | None) -> float:
+    """The p a verdict uses: adjusted for gated units, the unit's own for ungated ones."""
+    return raw if adjusted is None else adjusted
+
+
+def _regression_reason(unit: UnitResult, drop: float, p: float, alpha: float) -> str:
+    shown = f"{_noun(unit)} of {_amount(unit, drop)} > {_limit(unit)}"
+    if unit.rule is Rule.MARGIN:
+        return f"{shown}: {_p_text(unit, p)} < alpha {alpha} (H0: within {_limit(unit)})"
+    return f"{shown} and {_p_text(unit, p)} < alpha {alpha} (H0: no drop)"
+
+
+def _pass_reason(unit: UnitResult, drop: float, change_p: float, alpha: float) -> str:
+    if change_p < alpha:
+        return f"worse than the baseline, but within {_limit(unit)} (95% CI)"
+    if drop <= unit.threshold:
+        return f"{_change(unit)}, within {_limit(unit)}"
+    return (
+        f"{_noun(unit)} of {_amount(unit, drop)} > {_limit(unit)} is not significant "
+        f"({_p_text(unit, change_p)} >= alpha {alpha}, H0: no drop)"
     )
 
 
-def _judge_outcomes(unit: UnitResult, p: float, policy: Policy) -> tuple[Verdict, str, int | None]:
-    """Accuracy and score units; `unit.n_needed` holds the plan made when measuring."""
-    drop = -(unit.delta or 0.0)
-    if unit.n < policy.min_examples:
-        reason = f"only {unit.n} paired examples (min_examples {policy.min_examples})"
-        return Verdict.INCONCLUSIVE, reason, max(policy.min_examples, unit.n_needed or 0)
-    limit = f"max_drop {_points(unit.threshold)}"
-    if drop <= unit.threshold:
-        return Verdict.PASS, f"Δ {_points(-drop, signed=True)}, within {limit}", None
-    shown = f"drop of {_points(drop)} > {limit}"
-    p_text = f"{'adj. ' if unit.gated else ''}p {p:.3g}"
-    if p < policy.alpha:
-        return Verdict.REGRESSION, f"{shown} and {p_text} < alpha {policy.alpha}", None
-    return Verdict.INCONCLUSIVE, f"{shown} but {p_text} >= alpha {policy.alpha}", unit.n_needed
+def _change(unit: UnitResult) -> str:
+    """The observed change as the tables show it: Δ in points, or the metric's change."""
+    if unit.kind is UnitKind.PERPLEXITY:
+        return f"{unit.metric} {unit.delta or 0.0:+.2%}"
+    return f"Δ {(unit.delta or 0.0) * 100:+.1f} pts"
 
 
-def _judge_perplexity(unit: UnitResult, p: float, policy: Policy) -> tuple[Verdict, str]:
-    if unit.n == 0 or unit.delta is None:
-        return Verdict.INCONCLUSIVE, "no document scored on both sides"
-    p_text = f"{'adj. ' if unit.gated else ''}p {p:.3g}"
-    shown = f"{unit.metric} {unit.delta:+.2%}"
-    limit = f"max_relative_increase {unit.threshold:.2%}"
-    if unit.delta <= unit.threshold:
-        return Verdict.PASS, f"{shown}, within {limit}"
-    if p < policy.alpha:
-        return Verdict.REGRESSION, f"{shown} > {limit} and {p_text} < alpha {policy.alpha}"
-    return Verdict.INCONCLUSIVE, f"{shown} > {limit} but {p_text} >= alpha {policy.alpha}"
+def _noun(unit: UnitResult) -> str:
+    return f"{unit.metric} increase" if unit.kind is UnitKind.PERPLEXITY else "drop"
 
 
-def _points(fraction: float, signed: bool = False) -> str:
-    return f"{fraction * 100:{'+' if signed else ''}.1f} pts"
+def _amount(unit: UnitResult, value: float) -> str:
+    """A drop (points) or a relative increase (percent), as the unit's threshold is written."""
+    if unit.kind is UnitKind.PERPLEXITY:
+        return f"{value:+.2%}"
+    return _points(value)
+
+
+def _limit(unit: UnitResult) -> str:
+    if unit.kind is UnitKind.PERPLEXITY:
+        return f"max_relative_increase {unit.threshold:.2%}"
+    return f"max_drop {_points(unit.threshold)}"
+
+
+def _p_text(unit: UnitResult, p: float) -> str:
+    return f"{'adj. ' if unit.gated else ''}p {p:.3g}"
+
+
+def _points(fraction: float) -> str:
+    return f"{fraction * 100:.1f} pts"
 
 
 def _overall(units: Sequence[UnitResult], policy: Policy) -> tuple[Verdict, ExitCode]:

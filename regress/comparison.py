@@ -12,6 +12,7 @@ from typing import Any
 from regress.errors import ExitCode
 from regress.manifest import Manifest
 from regress.policy import Policy
+from regress.rules import Rule
 
 COMPARISON_SCHEMA_VERSION = 1
 MAX_FLIPS = 200
@@ -58,6 +59,8 @@ class UnitResult:
     """The metric paired (several primary metrics are joined with ', ')."""
     tasks: tuple[str, ...]
     gated: bool
+    rule: Rule
+    """What the unit's p tests, and so what alpha bounds for it."""
     n: int
     """Paired examples (perplexity: documents scored on both sides)."""
     baseline: float | None
@@ -66,7 +69,8 @@ class UnitResult:
     delta: float | None
     """Accuracy: candidate minus baseline. Perplexity: candidate / baseline - 1."""
     ci: tuple[float, float] | None
-    """95% interval for delta: Tango's score interval (accuracy) or a t interval (score)."""
+    """95% interval for delta: Tango's score interval (accuracy), a bootstrap-t interval
+    (score) or the inverted sign-flip test (perplexity)."""
     b: int | None
     """Baseline right, candidate wrong (score units: examples the candidate scored lower)."""
     c: int | None
@@ -74,16 +78,27 @@ class UnitResult:
     discordance: float | None
     """(b + c) / n: the share of examples whose outcome flipped."""
     pvalue: float
-    """One-sided, for "the candidate is worse" (McNemar, t, or Wilcoxon signed-rank)."""
+    """The rule's one-sided p: H0 "drop <= threshold" (margin: Tango's score test, bootstrap-t
+    or sign-flip) or H0 "no drop" (change: McNemar, bootstrap-t or sign-flip)."""
     adjusted_pvalue: float | None
     """After the family-wise correction over the gated units; None when not gated."""
+    change_pvalue: float
+    """One-sided p of H0 "no drop": the evidence that the candidate is worse at all."""
+    change_adjusted_pvalue: float | None
+    """change_pvalue after the same family-wise correction; None when not gated."""
     threshold: float
-    """max_drop (accuracy) or max_relative_increase (perplexity) for this unit."""
+    """max_drop (accuracy, score) or max_relative_increase (perplexity) for this unit."""
     verdict: Verdict
     reason: str
     """One line saying why the verdict is what it is."""
+    mde: float | None
+    """Minimum detectable effect: the smallest true drop (perplexity: relative increase) the
+    unit flags as a REGRESSION with the policy's power, at its n and observed discordance
+    (score and perplexity units: the observed spread). None when no drop would be."""
     n_needed: int | None
-    """INCONCLUSIVE units: examples that would decide (accuracy: Connor 1987)."""
+    """INCONCLUSIVE units: examples that give the policy's power against `plan_drop`."""
+    plan_drop: float | None
+    """The drop the n that would decide is planned for: twice the threshold."""
     kl_divergence: float | None
     """Mean KL(baseline || candidate) over the choices, where both scored them."""
     top1_agreement: float | None

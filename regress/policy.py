@@ -5,18 +5,19 @@ key and the file), because a misspelt threshold that is silently ignored is a ga
 
 ```yaml
 alpha: 0.05             # family-wise error rate across the gated units
+rule: margin            # margin (H0: drop <= max_drop) | change (H0: no drop)
 correction: holm        # holm | bonferroni
 test: midp              # midp | exact | asymptotic (one-sided McNemar)
 max_drop: 0.02          # largest tolerated accuracy drop (absolute, 0.02 = 2 points)
 metric: acc_norm        # pair on this 0/1 metric instead of each task's primary metric
 inconclusive: warn      # warn | fail: exit code of an INCONCLUSIVE verdict (0 or 1)
 max_error_rate: 0.05    # failed candidate examples per unit above this: ERROR (exit 3)
-min_examples: 100       # fewer paired examples in a unit: INCONCLUSIVE
-power: 0.8              # power at which the report plans the n that would decide
+min_examples: 100       # fewer paired examples in a unit (>= 1): INCONCLUSIVE
+power: 0.8              # power of the minimum detectable effect and the n that would decide
 perplexity:
   max_relative_increase: 0.02
 units:
-  arc_easy: {max_drop: 0.03, metric: acc}
+  arc_easy: {max_drop: 0.03, metric: acc, rule: change}
   builtin: {gate: false}
   wikitext: {max_relative_increase: 0.05}
 ```
@@ -34,6 +35,7 @@ import yaml
 
 from regress import safe_yaml
 from regress.errors import BadInput
+from regress.rules import Rule
 from regress.stats import Correction, Test
 
 
@@ -55,6 +57,7 @@ class UnitPolicy:
     max_relative_increase: float | None = None
     gate: bool = True
     """False: the unit is compared and reported but never changes the verdict."""
+    rule: Rule | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class Policy:
     """Thresholds and tests of the gate; the defaults are what `regress check` uses."""
 
     alpha: float = 0.05
+    rule: Rule = Rule.MARGIN
+    """What a REGRESSION rejects, and so what alpha bounds (README, "What the verdicts mean")."""
     correction: Correction = Correction.HOLM
     test: Test = Test.MIDP
     max_drop: float = 0.02
@@ -73,8 +78,9 @@ class Policy:
     min_examples: int = 100
     """Below 100 paired examples one example moves accuracy by more than a point, so a
     2-point max_drop is two answers: a PASS would mean nothing. The built-in suite has 100
-    documents per task. Not applied to perplexity units, whose few long documents (62 in
-    WikiText-2's test split) each carry thousands of tokens."""
+    documents per task. At least 1, so an empty unit is never a PASS. Not applied to
+    perplexity units, whose few long documents (62 in WikiText-2's test split) each carry
+    thousands of tokens."""
     power: float = 0.8
     max_relative_increase: float = 0.02
     """Perplexity units: largest tolerated relative increase of the unit's corpus metric
@@ -88,6 +94,7 @@ class Policy:
             own,
             max_drop=self.max_drop if own.max_drop is None else own.max_drop,
             metric=own.metric or self.metric,
+            rule=own.rule or self.rule,
             max_relative_increase=(
                 self.max_relative_increase
                 if own.max_relative_increase is None
@@ -99,6 +106,7 @@ class Policy:
         """The policy as its YAML file would spell it, every key filled in."""
         return {
             "alpha": self.alpha,
+            "rule": str(self.rule),
             "correction": str(self.correction),
             "test": str(self.test),
             "max_drop": self.max_drop,
@@ -113,8 +121,11 @@ class Policy:
 
 
 def _unit_dict(unit: UnitPolicy) -> dict[str, Any]:
+    values = {f.name: getattr(unit, f.name) for f in fields(unit)}
     return {
-        f.name: getattr(unit, f.name) for f in fields(unit) if getattr(unit, f.name) is not None
+        key: str(value) if isinstance(value, StrEnum) else value
+        for key, value in values.items()
+        if value is not None
     }
 
 
@@ -151,6 +162,8 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
         values["correction"] = reader.choice(top["correction"], "correction", Correction)
     if "test" in top:
         values["test"] = reader.choice(top["test"], "test", Test)
+    if "rule" in top:
+        values["rule"] = reader.choice(top["rule"], "rule", Rule)
     if "inconclusive" in top:
         values["inconclusive"] = reader.choice(top["inconclusive"], "inconclusive", Inconclusive)
     if top.get("metric") is not None:
@@ -184,6 +197,8 @@ def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:
         values["max_relative_increase"] = reader.positive(
             entry["max_relative_increase"], f"{key}.max_relative_increase"
         )
+    if "rule" in entry:
+        values["rule"] = reader.choice(entry["rule"], f"{key}.rule", Rule)
     if "gate" in entry:
         if not isinstance(entry["gate"], bool):
             reader.fail(f"{key}.gate", entry["gate"], "true or false")
@@ -233,8 +248,9 @@ class _Reader:
         return number
 
     def count(self, value: Any, key: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            self.fail(key, value, "a whole number >= 0")
+        # At least 1: a unit with no paired example must never pass.
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.fail(key, value, "a whole number >= 1")
         return value
 
     def name(self, value: Any, key: str) -> str:

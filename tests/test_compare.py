@@ -10,12 +10,14 @@ from regress.compare import ROLLING, compare
 from regress.comparison import MAX_FLIPS, UnitKind, Verdict
 from regress.errors import BadInput, ExitCode
 from regress.manifest import BackendInfo, Manifest, ModelInfo, Run, TaskInfo
+from regress.planning import accuracy_mde, accuracy_n
 from regress.policy import Inconclusive, Policy, UnitPolicy
 from regress.records import Record, Status
+from regress.rules import Rule
 from regress.stats import (
     adjust_pvalues,
-    connor_n,
     kl_divergence_choices,
+    margin_pvalue,
     mcnemar_pvalue,
     paired_diff_ci,
 )
@@ -84,7 +86,8 @@ def test_identical_runs_pass_with_no_flip():
     result = compare(base, base, Policy())
     (unit,) = result.units
     assert result.verdict is Verdict.PASS and result.exit_code is ExitCode.OK
-    assert (unit.n, unit.b, unit.c, unit.delta, unit.pvalue) == (300, 0, 0, 0.0, 1.0)
+    assert (unit.n, unit.b, unit.c, unit.delta, unit.change_pvalue) == (300, 0, 0, 0.0, 1.0)
+    assert unit.pvalue > 0.99 and unit.reason == "Δ +0.0 pts, within max_drop 2.0 pts"
     assert unit.baseline == unit.candidate == 0.5
     assert unit.kl_divergence == 0.0 and unit.top1_agreement == 1.0
     assert result.flips == () and result.n_flips == 0 and result.warnings == ()
@@ -97,8 +100,14 @@ def test_big_drop_is_a_regression_with_exit_1():
     assert result.verdict is Verdict.REGRESSION and result.exit_code is ExitCode.REGRESSION
     assert unit.verdict is Verdict.REGRESSION and unit.kind is UnitKind.ACCURACY
     assert unit.delta == pytest.approx(-35 / 300)
-    assert unit.pvalue == mcnemar_pvalue(40, 5)
+    # The default rule is margin: p tests H0 "drop <= max_drop"; the no-drop p comes along.
+    assert unit.rule is Rule.MARGIN
+    assert unit.pvalue == margin_pvalue(40, 5, 300, 0.02)
+    assert unit.change_pvalue == mcnemar_pvalue(40, 5)
     assert unit.adjusted_pvalue == unit.pvalue
+    assert unit.change_adjusted_pvalue == unit.change_pvalue
+    assert unit.mde == accuracy_mde(300, 45 / 300, 0.02, Rule.MARGIN, 0.05, 0.8)
+    assert unit.n_needed is None and unit.plan_drop is None
     assert unit.ci == paired_diff_ci(40, 5, 300)
     assert unit.discordance == pytest.approx(45 / 300)
     assert unit.kl_divergence == pytest.approx(45 / 300 * kl_divergence_choices(RIGHT, WRONG))
@@ -114,31 +123,59 @@ def test_big_drop_is_a_regression_with_exit_1():
     )
 
 
-def test_small_drop_at_small_n_is_inconclusive_with_the_n_that_would_decide():
+def test_a_drop_that_is_not_significant_passes_and_states_what_it_could_detect():
     base, cand = runs({"arc_easy": (300, 28, 19)})
     result = compare(base, cand, Policy())
     (unit,) = result.units
+    assert unit.verdict is Verdict.PASS and result.exit_code is ExitCode.OK
+    assert unit.reason.startswith("drop of 3.0 pts > max_drop 2.0 pts is not significant")
+    assert unit.mde == accuracy_mde(300, 47 / 300, 0.02, Rule.MARGIN, 0.05, 0.8)
+    assert unit.mde > 0.05 and unit.n_needed is None
+
+
+def test_significantly_worse_but_maybe_within_max_drop_is_inconclusive():
+    base, cand = runs({"arc_easy": (1000, 90, 60)})
+    result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert unit.change_pvalue < 0.05 and unit.pvalue >= 0.05 and -unit.ci[0] > 0.02
     assert unit.verdict is Verdict.INCONCLUSIVE
-    assert unit.n_needed == connor_n(47 / 300, 9 / 300, 0.05, 0.8)
-    assert unit.n_needed > 1000
+    assert unit.plan_drop == 0.04
+    assert unit.n_needed == accuracy_n(0.15, 0.04, 0.02, Rule.MARGIN, 0.05, 0.8)
     assert result.verdict is Verdict.INCONCLUSIVE and result.exit_code is ExitCode.OK
     strict = compare(base, cand, Policy(inconclusive=Inconclusive.FAIL))
     assert strict.exit_code is ExitCode.REGRESSION
+    # The same counts under the change rule: a significant drop beyond max_drop.
+    change = compare(base, cand, Policy(units={"arc_easy": UnitPolicy(rule=Rule.CHANGE)}))
+    assert change.units[0].rule is Rule.CHANGE
+    assert change.units[0].pvalue == change.units[0].change_pvalue == mcnemar_pvalue(90, 60)
+    assert change.units[0].verdict is Verdict.REGRESSION
 
 
 def test_a_significant_drop_within_max_drop_passes():
     base, cand = runs({"mmlu_x": (10_000, 150, 50)})
     (unit,) = compare(base, cand, Policy()).units
-    assert unit.pvalue < 1e-10 and unit.delta == pytest.approx(-0.01)
+    assert unit.change_pvalue < 1e-10 and unit.delta == pytest.approx(-0.01)
     assert unit.verdict is Verdict.PASS
+    assert unit.reason == "worse than the baseline, but within max_drop 2.0 pts (95% CI)"
 
 
 def test_too_few_examples_is_inconclusive():
     base, cand = runs({"arc_easy": (40, 0, 0)})
     (unit,) = compare(base, cand, Policy()).units
-    assert unit.verdict is Verdict.INCONCLUSIVE and unit.n_needed == 100
+    planned = accuracy_n(0.04, 0.04, 0.02, Rule.MARGIN, 0.05, 0.8)
+    assert unit.verdict is Verdict.INCONCLUSIVE and unit.n_needed == max(100, planned)
     (unit,) = compare(base, cand, Policy(min_examples=40)).units
     assert unit.verdict is Verdict.PASS
+
+
+def test_an_empty_unit_is_never_a_pass():
+    base, cand = runs({"arc_easy": (200, 0, 0)})
+    cand = Run(cand.manifest, {"arc_easy": []})
+    result = compare(base, cand, Policy(min_examples=1), allow_mismatch=True)
+    (unit,) = result.units
+    assert unit.n == 0 and unit.verdict is Verdict.INCONCLUSIVE
+    assert unit.reason == "no paired example on both sides"
+    assert result.verdict is Verdict.INCONCLUSIVE
 
 
 def test_different_prompt_hash_is_refused_unless_allowed():
@@ -221,11 +258,14 @@ def test_group_is_one_unit_with_subjects_and_holm_across_units():
     assert arc.subjects == ()
     expected = adjust_pvalues([arc.pvalue, mmlu.pvalue])
     assert [arc.adjusted_pvalue, mmlu.adjusted_pvalue] == pytest.approx(expected)
-    # Holm: the smaller p is doubled, the larger kept (it stays above the doubled one).
-    assert mmlu.adjusted_pvalue == pytest.approx(2 * mmlu.pvalue)
-    assert arc.adjusted_pvalue == pytest.approx(arc.pvalue)
-    # Two gated units: the n that would decide arc_easy is planned at alpha / 2.
-    assert arc.n_needed == connor_n(47 / 300, 9 / 300, 0.05, 0.8, units=2)
+    # Holm on the no-drop family too: the smaller p is doubled, the larger kept.
+    assert mmlu.change_adjusted_pvalue == pytest.approx(2 * mmlu.change_pvalue)
+    assert arc.change_adjusted_pvalue == pytest.approx(arc.change_pvalue)
+    # mmlu is significantly worse (2.5 points) but may be within max_drop: INCONCLUSIVE, and
+    # with two gated units its MDE and n that would decide are planned at alpha / 2.
+    assert mmlu.verdict is Verdict.INCONCLUSIVE
+    assert mmlu.n_needed == accuracy_n(60 / 800, 0.04, 0.02, Rule.MARGIN, 0.025, 0.8)
+    assert mmlu.mde == accuracy_mde(800, 60 / 800, 0.02, Rule.MARGIN, 0.025, 0.8)
 
 
 def test_ungated_unit_is_reported_but_does_not_decide():
@@ -287,10 +327,12 @@ def test_perplexity_unit_regresses_on_a_significant_relative_increase():
     result = compare(base, cand, Policy())
     (unit,) = result.units
     assert unit.kind is UnitKind.PERPLEXITY and unit.metric == "word_perplexity"
-    assert unit.n == 60 and unit.b is None and unit.ci is None
+    assert unit.n == 60 and unit.b is None and unit.ci[0] < unit.delta < unit.ci[1]
     # Mean extra loss 8 nats over 100 words: perplexity grows by e^0.08 - 1.
     assert unit.delta == pytest.approx(0.0833, abs=1e-4)
-    assert unit.pvalue < 1e-6
+    # Every document worse, by more than the margin: no sign-flip resample reaches the data.
+    assert unit.pvalue == unit.change_pvalue == pytest.approx(1e-4)
+    assert unit.ci[0] > 0.02 and unit.mde > 0.02
     assert unit.verdict is Verdict.REGRESSION and result.exit_code is ExitCode.REGRESSION
     assert result.n_flips == 0
 
@@ -300,9 +342,12 @@ def test_perplexity_pass_and_failed_documents_left_out():
     (unit,) = compare(base, cand, Policy()).units
     assert unit.n == 58 and unit.candidate_failures == {"error": 2}
     assert unit.delta == pytest.approx(0.01, abs=1e-3)
+    # Significantly worse, but the whole interval sits below max_relative_increase.
+    assert unit.change_pvalue < 0.05 and unit.ci[1] < 0.02
     assert unit.verdict is Verdict.PASS
     (unit,) = compare(base, base, Policy()).units
     assert unit.delta == 0 and unit.pvalue == 1.0 and unit.verdict is Verdict.PASS
+    assert unit.reason == "word_perplexity +0.00%, within max_relative_increase 2.00%"
 
 
 def test_flips_are_capped_and_the_comparison_is_json():
@@ -332,7 +377,7 @@ def score_runs(shift, n=200):
     )
 
 
-def test_score_unit_pairs_means_with_a_t_test():
+def test_score_unit_pairs_means_with_a_bootstrap_t_test():
     base, cand = score_runs(shift=0.05)
     result = compare(base, cand, Policy())
     (unit,) = result.units
@@ -340,7 +385,7 @@ def test_score_unit_pairs_means_with_a_t_test():
     assert (unit.n, unit.b, unit.c) == (200, 160, 40)
     assert unit.delta == pytest.approx((40 * 0.01 - 160 * 0.05) / 200)
     assert unit.ci[0] < unit.delta < unit.ci[1]
-    assert unit.pvalue < 1e-10 and unit.verdict is Verdict.REGRESSION
+    assert unit.pvalue <= 1e-3 and unit.verdict is Verdict.REGRESSION
     assert result.n_flips == 0
     (unit,) = compare(base, base, Policy()).units
     assert unit.verdict is Verdict.PASS and unit.pvalue == 1.0

@@ -4,11 +4,13 @@ import pytest
 
 from regress.errors import BadInput, ExitCode
 from regress.policy import Inconclusive, Policy, UnitPolicy, load_policy, parse_policy
+from regress.rules import Rule
 from regress.stats import Correction
 from regress.stats import Test as McNemar
 
 FULL = """\
 alpha: 0.01
+rule: change
 correction: bonferroni
 test: exact
 max_drop: 0.03
@@ -20,7 +22,7 @@ power: 0.9
 perplexity:
   max_relative_increase: 0.05
 units:
-  arc_easy: {max_drop: 0.05, metric: acc}
+  arc_easy: {max_drop: 0.05, metric: acc, rule: margin}
   builtin: {gate: false}
   wikitext: {max_relative_increase: 0.1}
 """
@@ -39,11 +41,13 @@ def test_none_and_empty_file_give_the_defaults(tmp_path):
     assert (defaults.alpha, defaults.max_drop, defaults.min_examples) == (0.05, 0.02, 100)
     assert defaults.correction is Correction.HOLM and defaults.test is McNemar.MIDP
     assert defaults.inconclusive is Inconclusive.WARN
+    assert defaults.rule is Rule.MARGIN
 
 
 def test_every_key_is_read(tmp_path):
     policy = load_policy(write(tmp_path, FULL))
     assert policy.alpha == 0.01
+    assert policy.rule is Rule.CHANGE
     assert policy.correction is Correction.BONFERRONI
     assert policy.test is McNemar.EXACT
     assert policy.max_drop == 0.03
@@ -53,14 +57,14 @@ def test_every_key_is_read(tmp_path):
     assert policy.min_examples == 200
     assert policy.power == 0.9
     assert policy.max_relative_increase == 0.05
-    assert policy.units["arc_easy"] == UnitPolicy(max_drop=0.05, metric="acc")
+    assert policy.units["arc_easy"] == UnitPolicy(max_drop=0.05, metric="acc", rule=Rule.MARGIN)
     assert policy.units["builtin"].gate is False
 
 
 def test_for_unit_fills_overrides_with_defaults(tmp_path):
     policy = load_policy(write(tmp_path, FULL))
-    assert policy.for_unit("arc_easy") == UnitPolicy(0.05, "acc", 0.05, True)
-    assert policy.for_unit("mmlu") == UnitPolicy(0.03, "acc_norm", 0.05, True)
+    assert policy.for_unit("arc_easy") == UnitPolicy(0.05, "acc", 0.05, True, Rule.MARGIN)
+    assert policy.for_unit("mmlu") == UnitPolicy(0.03, "acc_norm", 0.05, True, Rule.CHANGE)
     assert policy.for_unit("wikitext").max_relative_increase == 0.1
     assert policy.for_unit("builtin").gate is False
 
@@ -72,6 +76,7 @@ def test_to_dict_reads_back_to_the_same_policy(tmp_path):
         "max_relative_increase": 0.05
     }
     assert data["units"]["builtin"] == {"gate": False}
+    assert data["rule"] == "change" and data["units"]["arc_easy"]["rule"] == "margin"
     assert parse_policy(data) == policy
     assert parse_policy(Policy().to_dict()) == Policy()
 
@@ -90,7 +95,10 @@ def test_to_dict_reads_back_to_the_same_policy(tmp_path):
         ("correction: fdr", "correction must be one of holm, bonferroni, got 'fdr'"),
         ("test: chi2", "test must be one of midp, exact, asymptotic, got 'chi2'"),
         ("inconclusive: ignore", "inconclusive must be one of warn, fail, got 'ignore'"),
-        ("min_examples: 2.5", "min_examples must be a whole number >= 0, got 2.5"),
+        ("min_examples: 2.5", "min_examples must be a whole number >= 1, got 2.5"),
+        ("min_examples: 0", "min_examples must be a whole number >= 1, got 0"),
+        ("rule: equivalence", "rule must be one of margin, change, got 'equivalence'"),
+        ("units: {mmlu: {rule: 1}}", "units.mmlu.rule must be one of margin, change, got 1"),
         ("metric: 3", "metric must be a metric name, got 3"),
         ("units: [arc_easy]", "units must be a mapping of keys to values"),
         ("units: {builtin: {gate: 'no'}}", "units.builtin.gate must be true or false, got 'no'"),

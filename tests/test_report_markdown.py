@@ -17,6 +17,7 @@ from regress.errors import ExitCode
 from regress.policy import Policy, UnitPolicy
 from regress.report.json_report import render_json
 from regress.report.markdown import MARKER, render_markdown
+from regress.rules import Rule
 
 
 def unit(name, **fields):
@@ -26,6 +27,7 @@ def unit(name, **fields):
         metric="acc",
         tasks=(name,),
         gated=True,
+        rule=Rule.MARGIN,
         n=300,
         baseline=0.5,
         candidate=0.5,
@@ -36,10 +38,14 @@ def unit(name, **fields):
         discordance=0.0,
         pvalue=1.0,
         adjusted_pvalue=1.0,
+        change_pvalue=1.0,
+        change_adjusted_pvalue=1.0,
         threshold=0.02,
         verdict=Verdict.PASS,
         reason="Δ +0.0 pts, within max_drop 2.0 pts",
+        mde=0.0547,
         n_needed=None,
+        plan_drop=None,
         kl_divergence=0.0,
         top1_agreement=1.0,
         baseline_failures={},
@@ -51,17 +57,24 @@ def unit(name, **fields):
 
 ARC = unit(
     "arc_easy",
-    candidate=0.47,
-    delta=-0.03,
-    ci=(-0.0612, 0.0011),
-    b=28,
-    c=19,
-    discordance=47 / 300,
-    pvalue=0.0967,
-    adjusted_pvalue=0.1934,
+    candidate=0.45,
+    delta=-0.05,
+    ci=(-0.0871, -0.0128),
+    b=30,
+    c=15,
+    discordance=0.15,
+    pvalue=0.0901,
+    adjusted_pvalue=0.1802,
+    change_pvalue=0.0123,
+    change_adjusted_pvalue=0.0246,
     verdict=Verdict.INCONCLUSIVE,
-    reason="drop of 3.0 pts > max_drop 2.0 pts but adj. p 0.193 >= alpha 0.05",
-    n_needed=1873,
+    reason=(
+        "worse than the baseline (adj. p 0.0246 < alpha 0.05, H0: no drop), "
+        "but the 95% CI reaches 8.7 pts > max_drop 2.0 pts"
+    ),
+    mde=0.0738,
+    n_needed=2305,
+    plan_drop=0.04,
     kl_divergence=0.1812,
     top1_agreement=0.8433,
     candidate_failures={"timeout": 1, "truncated": 2},
@@ -80,8 +93,14 @@ MMLU = unit(
     discordance=0.15,
     pvalue=0.0002,
     adjusted_pvalue=0.0004,
+    change_pvalue=0.00001,
+    change_adjusted_pvalue=0.00003,
     verdict=Verdict.REGRESSION,
-    reason="drop of 10.0 pts > max_drop 2.0 pts and adj. p 0.0004 < alpha 0.05",
+    reason=(
+        "drop of 10.0 pts > max_drop 2.0 pts: adj. p 0.0004 < alpha 0.05 "
+        "(H0: within max_drop 2.0 pts)"
+    ),
+    mde=0.0701,
     kl_divergence=0.25,
     top1_agreement=0.85,
     subjects=(
@@ -100,9 +119,12 @@ TQA = unit(
     b=450,
     c=367,
     discordance=1.0,
-    pvalue=0.0123,
-    adjusted_pvalue=0.0369,
-    reason="Δ -0.5 pts, within max_drop 2.0 pts",
+    pvalue=0.9999,
+    adjusted_pvalue=1.0,
+    change_pvalue=0.0123,
+    change_adjusted_pvalue=0.0369,
+    reason="worse than the baseline, but within max_drop 2.0 pts (95% CI)",
+    mde=0.0263,
     kl_divergence=0.0912,
     top1_agreement=0.9021,
 )
@@ -114,12 +136,15 @@ WIKI = unit(
     baseline=30.125,
     candidate=30.4,
     delta=0.00913,
-    ci=None,
+    ci=(-0.0021, 0.0204),
     b=None,
     c=None,
     discordance=None,
-    pvalue=0.0312,
-    adjusted_pvalue=0.0624,
+    pvalue=0.7312,
+    adjusted_pvalue=1.0,
+    change_pvalue=0.0312,
+    change_adjusted_pvalue=0.0624,
+    mde=0.0388,
     threshold=0.02,
     reason="word_perplexity +0.91%, within max_relative_increase 2.00%",
     kl_divergence=None,
@@ -154,30 +179,40 @@ COMPARISON = Comparison(
 EXPECTED = """\
 ## regress: ❌ REGRESSION in 1 of 4 units
 
-Candidate **q4_0** vs baseline **q4_1**, suite `default`: 2 passed, 1 regressed, 1 inconclusive \
-(1,379 paired examples). Exit code 1.
+Candidate **q4_0** vs baseline **q4_1**, suite `default`: 2 passed, 1 regressed, 1 \
+inconclusive (1,379 paired examples). Exit code 1.
 
-| unit | n | baseline | candidate | Δ pts [95% CI] | b / c | p | adj. p | verdict |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-| arc_easy | 300 | 50.0% | 47.0% | -3.0 [-6.1, +0.1] | 28 / 19 | 0.097 | 0.193 | ⚠️ INCONCLUSIVE |
-| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | 25 / 5 | <0.001 | <0.001 | ❌ REGRESSION |
-| truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 [-1.0, -0.1] | 450 / 367 | 0.012 | 0.037 | ✅ PASS |
+| unit | n | baseline | candidate | Δ pts [95% CI] | b / c | p | adj. p | MDE pts | verdict |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| arc_easy | 300 | 50.0% | 45.0% | -5.0 [-8.7, -1.3] | 30 / 15 | 0.090 | 0.180 | 7.4 | ⚠️ \
+INCONCLUSIVE |
+| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | 25 / 5 | <0.001 | <0.001 | 7.0 | \
+❌ REGRESSION |
+| truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 [-1.0, -0.1] | 450 / 367 | 1.000 | 1.000 | 2.6 | \
+✅ PASS |
 
-| unit | documents | metric | baseline | candidate | change | p | adj. p | verdict |
-| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |
-| wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% | 0.031 | 0.062 | ✅ PASS |
+| unit | documents | metric | baseline | candidate | change [95% CI] | p | adj. p | MDE | verdict |
+| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% [-0.21%, +2.04%] | 0.731 | 1.000 \
+| +3.88% | ✅ PASS |
+
+p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true drop \
+(perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
+spread.
 
 ### Notes
 
-- ⚠️ **arc_easy**: drop of 3.0 pts > max_drop 2.0 pts but adj. p 0.193 >= alpha 0.05; \
-n≈1,873 would decide at the observed discordance (15.7% flipped)
-- ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts and adj. p 0.0004 < alpha 0.05
+- ⚠️ **arc_easy**: worse than the baseline (adj. p 0.0246 < alpha 0.05, H0: no drop), but the \
+95% CI reaches 8.7 pts > max_drop 2.0 pts; n≈2,305 would give 80% power against a drop of 4.0 \
+pts at the observed discordance (15.0% flipped)
+- ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts: adj. p 0.0004 < alpha 0.05 (H0: within \
+max_drop 2.0 pts)
 
 ### How the answers moved
 
 | unit | outcomes changed | mean KL over choices | top-1 agreement |
 | --- | ---: | ---: | ---: |
-| arc_easy | 15.7% | 0.1812 | 84.3% |
+| arc_easy | 15.0% | 0.1812 | 84.3% |
 | mmlu | 15.0% | 0.2500 | 85.0% |
 | truthfulqa_mc2 | 100.0% | 0.0912 | 90.2% |
 
@@ -202,23 +237,12 @@ n≈1,873 would decide at the observed discordance (15.7% flipped)
 | --- | --- | --- | ---: |
 | arc_easy | – | timeout 1, truncated 2 | 0.3% |
 
-### Models
-
-|  | baseline | candidate |
-| --- | --- | --- |
-| run | q4_1 | q4_0 |
-| model | `smollm2-135m` | `q4_0.gguf` |
-| sha256 | `abababababab` | `cdcdcdcdcdcd` |
-| quantization | Q4_1 | Q4_0 |
-| backend | llama_cpp 0.3.36 | llama_cpp 0.3.36 |
-| params | n_ctx=2048 | n_ctx=2048 |
-| created | t0 | t1 |
-
 ### Policy
 
-`alpha: 0.05` · `correction: holm` · `test: midp` · `max_drop: 0.02` · `inconclusive: warn` · \
-`max_error_rate: 0.05` · `min_examples: 100` · `power: 0.8` · \
-`perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` · `units.piqa.gate: true`
+`alpha: 0.05` · `rule: margin` · `correction: holm` · `test: midp` · `max_drop: 0.02` · \
+`inconclusive: warn` · `max_error_rate: 0.05` · `min_examples: 100` · `power: 0.8` · \
+`perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` · `units.piqa.gate: \
+true`
 
 ### Warnings
 
@@ -234,8 +258,14 @@ regress check --baseline q4_1 --model q4_0.gguf
 """
 
 
+def without_models(text):
+    """The report without its Models section, which the hardware report's tests cover."""
+    start = text.index("### Models")
+    return text[:start] + text[text.index("### ", start + 1) :]
+
+
 def test_markdown_is_exactly_the_expected_report():
-    assert render_markdown(COMPARISON) == EXPECTED
+    assert without_models(render_markdown(COMPARISON)) == EXPECTED
 
 
 def test_pass_headline_and_no_failures():
@@ -298,8 +328,26 @@ def test_json_is_sorted_stable_and_strict():
     data = json.loads(text)
     assert list(data) == sorted(data)
     assert data["verdict"] == "REGRESSION" and data["exit_code"] == 1
-    assert data["units"][0]["n_needed"] == 1873
+    assert data["units"][0]["n_needed"] == 2305 and data["units"][0]["mde"] == 0.0738
+    assert data["units"][0]["rule"] == "margin" and data["policy"]["rule"] == "margin"
     assert data["units"][1]["subjects"][0]["task"] == "mmlu_anatomy"
     assert data["policy"]["units"] == {"piqa": {"gate": True, "max_drop": 0.05}}
     broken = dataclasses.replace(COMPARISON, units=(unit("arc_easy", kl_divergence=math.nan),))
     assert json.loads(render_json(broken))["units"][0]["kl_divergence"] is None
+
+
+def test_a_pass_beyond_max_drop_says_what_the_unit_could_detect():
+    reason = (
+        "drop of 4.0 pts > max_drop 2.0 pts is not significant "
+        "(adj. p 0.204 >= alpha 0.05, H0: no drop)"
+    )
+    piqa = unit("piqa", candidate=0.46, delta=-0.04, b=18, c=10, reason=reason, mde=0.0689)
+    text = render_markdown(dataclasses.replace(COMPARISON, units=(piqa,)))
+    assert f"- ✅ **piqa**: {reason}; this unit detects only drops of 6.9 pts or more (MDE)" in text
+    mixed = dataclasses.replace(
+        COMPARISON, units=(piqa, dataclasses.replace(ARC, rule=Rule.CHANGE))
+    )
+    assert (
+        "p: one-sided, rule `margin` (H0: drop within the threshold) for piqa; "
+        "rule `change` (H0: no drop) for arc_easy."
+    ) in render_markdown(mixed)

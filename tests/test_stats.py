@@ -1,25 +1,32 @@
-"""The gate's statistics against independent references, and by simulation."""
+"""The gate's statistics against independent references, and by simulation.
+
+Simulations are seeded and sized to a few seconds each; each states its tolerance.
+"""
 
 import math
 
 import numpy as np
 import pytest
+from conftest import REPO
 from scipy import optimize
-from scipy.stats import binomtest, norm, ttest_rel
+from scipy.stats import binomtest, norm, ttest_1samp
 from statsmodels.stats.contingency_tables import mcnemar
 
+from regress import operating
+from regress.operating import null_rates, operating_table, render_null_rates, render_table, verdicts
+from regress.planning import accuracy_mde, accuracy_n, accuracy_power, shift_mde, shift_n
+from regress.rules import Rule, inconclusive, regression
 from regress.stats import (
     Correction,
     adjust_pvalues,
     choice_kl,
-    connor_n,
+    corpus_ratio_test,
     kl_divergence_choices,
-    mcnemar_power,
+    margin_pvalue,
     mcnemar_pvalue,
     paired_diff_ci,
-    paired_mean_n,
     paired_mean_test,
-    paired_relative_test,
+    tango_score,
     top1_agreement,
 )
 
@@ -133,45 +140,6 @@ def test_holm_and_bonferroni_known_inputs():
     assert adjust_pvalues([], Correction.HOLM) == []
 
 
-def test_connor_n_by_hand():
-    # z_0.95 = 1.6449, z_0.8 = 0.8416: (1.6449 sqrt(.15) + 0.8416 sqrt(.1484))^2 / .0016 = 577.6
-    assert connor_n(0.15, 0.04) == 578
-    # Two units under Holm or Bonferroni plan at alpha / 2: z = 1.96 -> 733.5.
-    assert connor_n(0.15, 0.04, units=2) == 734
-    assert connor_n(0.15, 0.04, one_sided=False) == 734
-    with pytest.raises(ValueError):
-        connor_n(0.01, 0.04)
-
-
-def test_power_inverts_connor():
-    n = connor_n(0.16, 0.03, power=0.9)
-    assert mcnemar_power(n, 0.16, 0.03) == pytest.approx(0.9, abs=0.002)
-    assert mcnemar_power(n - 20, 0.16, 0.03) < 0.9
-    assert mcnemar_power(10, 0.04, 0.04) > mcnemar_power(10, 0.2, 0.04)
-
-
-def test_false_alarm_rate_under_the_null():
-    """Same accuracy, 15% discordant pairs at n=500: each test alarms at most alpha + 0.01."""
-    rng = np.random.default_rng(2024)
-    counts = rng.multinomial(500, [0.075, 0.075, 0.85], size=4000)
-    for test in McNemar:
-        alarms = np.mean([mcnemar_pvalue(int(b), int(c), test) < 0.05 for b, c, _ in counts])
-        # 4000 runs: the standard error of a 5% rate is 0.0034.
-        assert alarms <= 0.06, (test, alarms)
-        assert alarms >= 0.02, (test, alarms)
-
-
-def test_power_at_connors_n_is_near_plan():
-    discordance, drop = 0.15, 0.04
-    n = connor_n(discordance, drop)
-    rng = np.random.default_rng(11)
-    p_b, p_c = (discordance + drop) / 2, (discordance - drop) / 2
-    counts = rng.multinomial(n, [p_b, p_c, 1 - p_b - p_c], size=2000)
-    for test in (McNemar.MIDP, McNemar.ASYMPTOTIC):
-        power = np.mean([mcnemar_pvalue(int(b), int(c), test) < 0.05 for b, c, _ in counts])
-        assert power == pytest.approx(0.8, abs=0.04), (test, power)
-
-
 def test_kl_divergence_known_value_and_invariances():
     # softmax([0, ln 3]) = [.25, .75] against [.5, .5].
     expected = 0.25 * math.log(0.5) + 0.75 * math.log(1.5)
@@ -190,39 +158,336 @@ def test_choice_kl_and_top1_are_row_wise():
     assert top1_agreement(base, cand).tolist() == [True, False]
 
 
-def test_paired_relative_test_corpus_change_and_direction():
-    base = np.full(10, -200.0)
-    weights = np.full(10, 100.0)
-    worse = paired_relative_test(base, base - 2.0, weights)
-    # exp(-Σll/Σw) goes from e^2 to e^2.02.
-    assert worse.baseline == pytest.approx(math.e**2)
-    assert worse.relative_change == pytest.approx(math.expm1(0.02))
-    # All 10 documents worse: the exact signed-rank p is 1 / 2^10.
-    assert worse.pvalue == pytest.approx(1 / 1024)
-    better = paired_relative_test(base, base + 2.0, weights)
-    assert better.relative_change < 0 and better.pvalue == 1.0
-    same = paired_relative_test(base, base, weights)
-    assert same.relative_change == 0 and same.pvalue == 1.0
-    assert paired_relative_test([], [], []).n == 0
+def test_false_alarm_rate_under_the_null():
+    """Same accuracy, 15% discordant pairs at n=500: each test alarms at most alpha + 0.01."""
+    rng = np.random.default_rng(2024)
+    counts = rng.multinomial(500, [0.075, 0.075, 0.85], size=4000)
+    b, c = counts[:, 0], counts[:, 1]
+    for test in McNemar:
+        alarms = np.mean(mcnemar_pvalue(b, c, test) < 0.05)
+        # 4000 runs: the standard error of a 5% rate is 0.0034.
+        assert 0.02 <= alarms <= 0.06, (test, alarms)
 
 
-def test_paired_mean_test_is_scipys_paired_t_test():
+def test_pvalues_take_arrays_and_give_the_scalar_answers():
+    b, c = np.array([28, 10, 0]), np.array([19, 2, 0])
+    for test in McNemar:
+        expected = [mcnemar_pvalue(int(x), int(y), test) for x, y in zip(b, c, strict=True)]
+        assert mcnemar_pvalue(b, c, test).tolist() == pytest.approx(expected, rel=1e-12)
+    assert isinstance(mcnemar_pvalue(3, 1), float)
+    with pytest.raises(ValueError):
+        mcnemar_pvalue(np.array([1, -1]), np.array([0, 0]))
+
+
+@pytest.mark.parametrize(("b", "c", "n"), [(40, 20, 300), (7, 1, 80), (28, 19, 300), (3, 0, 50)])
+def test_margin_pvalue_is_the_lower_tail_of_tangos_score_at_the_margin(b, c, n):
+    expected = norm.cdf(_score_by_brute_force(-0.02, b, c, n))
+    assert margin_pvalue(b, c, n, 0.02) == pytest.approx(expected, abs=1e-6)
+    # At margin 0 the score test is the asymptotic McNemar test.
+    assert margin_pvalue(b, c, n, 0.0) == pytest.approx(
+        mcnemar_pvalue(b, c, McNemar.ASYMPTOTIC), rel=1e-9
+    )
+    # A wider margin asks for more evidence.
+    assert margin_pvalue(b, c, n, 0.05) > margin_pvalue(b, c, n, 0.02)
+
+
+def test_margin_pvalue_without_any_flip_is_no_evidence():
+    assert margin_pvalue(0, 0, 300, 0.02) > 0.99
+    assert tango_score(0.0, 0, 0, 300) == 0.0
+
+
+# The rules' operating characteristics (regress.operating): exact, and what README shows.
+
+
+@pytest.fixture(scope="module")
+def table():
+    return operating_table()
+
+
+def _point(table, rule, n, factor):
+    (point,) = [
+        p
+        for p in table
+        if p.rule is rule and p.n == n and p.drop == pytest.approx(factor * operating.MAX_DROP)
+    ]
+    return point
+
+
+@pytest.mark.parametrize("n", operating.SIZES)
+def test_margin_rule_bounds_false_alarms_for_every_allowed_drop(table, n):
+    for factor in (0.0, 0.5, 1.0):
+        point = _point(table, Rule.MARGIN, n, factor)
+        assert point.regression <= operating.ALPHA + 0.01, point
+    # Beyond max_drop the margin rule gains power as the drop grows.
+    powers = [_point(table, Rule.MARGIN, n, f).regression for f in operating.DROP_FACTORS]
+    assert powers == sorted(powers) and powers[-1] > 0.3
+
+
+@pytest.mark.parametrize("n", operating.SIZES)
+def test_change_rule_bounds_false_alarms_only_when_nothing_changed(table, n):
+    assert _point(table, Rule.CHANGE, n, 0.0).regression <= operating.ALPHA + 0.01
+    # Issue 12: a true drop of exactly max_drop fails the change rule 22-48% of the time.
+    assert _point(table, Rule.CHANGE, n, 1.0).regression > 0.2
+
+
+@pytest.mark.parametrize("rule", list(Rule))
+def test_inconclusive_rarely_fires_when_nothing_changed(table, rule):
+    for n in operating.SIZES:
+        assert _point(table, rule, n, 0.0).inconclusive <= operating.ALPHA + 0.01
+    # Target (issue 12): at most 10% of runs of three unchanged units at n = 300.
+    (rate,) = [r for r in null_rates(runs=4000) if r.rule is rule]
+    assert rate.inconclusive <= 0.10 and rate.regression <= operating.ALPHA + 0.01
+
+
+def test_probabilities_sum_to_at_most_one_and_match_a_simulation(table):
+    point = _point(table, Rule.MARGIN, 300, 2.5)
+    assert point.regression + point.inconclusive <= 1
+    rng = np.random.default_rng(12)
+    drop = point.drop
+    shares = [(operating.DISCORDANCE + drop) / 2, (operating.DISCORDANCE - drop) / 2]
+    counts = rng.multinomial(300, [*shares, 1 - operating.DISCORDANCE], size=4000)
+    regressed, undecided = verdicts(counts[:, 0], counts[:, 1], 300, Rule.MARGIN)
+    # 4000 runs: standard errors below 0.008.
+    assert regressed.mean() == pytest.approx(point.regression, abs=0.025)
+    assert undecided.mean() == pytest.approx(point.inconclusive, abs=0.025)
+
+
+def test_inconclusive_interval_shortcut_is_tangos_interval():
+    """`verdicts` reads "the 95% CI reaches beyond max_drop" off the score at -max_drop."""
+    rng = np.random.default_rng(5)
+    n = 300
+    for b, c in rng.integers(0, 40, size=(60, 2)):
+        low, _ = paired_diff_ci(int(b), int(c), n)
+        reaches = tango_score(-operating.MAX_DROP, b, c, n) < norm.isf(0.025)
+        assert bool(reaches) == (-low > operating.MAX_DROP), (b, c, low)
+
+
+def test_holm_for_many_runs_is_statsmodels_holm():
+    rng = np.random.default_rng(8)
+    pvalues = rng.uniform(0, 0.2, size=(50, 3))
+    expected = [adjust_pvalues(list(row), Correction.HOLM) for row in pvalues]
+    assert operating._holm_rows(pvalues) == pytest.approx(np.array(expected))
+
+
+def test_readme_shows_the_operating_characteristics_the_code_computes(table):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert render_table(table) in readme, "regenerate with: python -m regress.operating"
+    assert render_null_rates(null_rates()) in readme, "regenerate with: python -m regress.operating"
+
+
+# Planning: the minimum detectable effect and the n that would decide, for each rule.
+
+
+def test_plans_at_max_drop_zero_are_connors_n():
+    # z_0.95 = 1.6449, z_0.8 = 0.8416: (1.6449 sqrt(.15) + 0.8416 sqrt(.1484))^2 / .0016 = 577.6
+    for rule in Rule:
+        assert accuracy_n(0.15, 0.04, 0.0, rule, 0.05, 0.8) == 578
+        # Two units under Holm or Bonferroni plan at alpha / 2: z = 1.96 -> 733.5.
+        assert accuracy_n(0.15, 0.04, 0.0, rule, 0.025, 0.8) == 734
+    assert accuracy_n(0.15, 0.02, 0.02, Rule.MARGIN, 0.05, 0.8) is None
+
+
+@pytest.mark.parametrize("rule", list(Rule))
+def test_mde_and_n_invert_each_other(rule):
+    n = accuracy_n(0.15, 0.04, 0.02, rule, 0.05, 0.8)
+    mde = accuracy_mde(n, 0.15, 0.02, rule, 0.05, 0.8)
+    assert mde == pytest.approx(0.04, abs=2e-4)
+    assert accuracy_power(n, 0.15, 0.04, 0.02, rule, 0.05) == pytest.approx(0.8, abs=0.002)
+    assert accuracy_mde(n // 2, 0.15, 0.02, rule, 0.05, 0.8) > mde
+    assert accuracy_mde(1, 0.15, 0.02, rule, 0.05, 0.8) is None
+
+
+def test_the_change_rule_plan_includes_the_max_drop_condition():
+    # Half a point above max_drop, Connor's n (max_drop ignored) has only ~70% power.
+    connor = accuracy_n(0.15, 0.025, 0.0, Rule.CHANGE, 0.05, 0.8)
+    planned = accuracy_n(0.15, 0.025, 0.02, Rule.CHANGE, 0.05, 0.8)
+    assert planned > 2 * connor
+    assert accuracy_power(connor, 0.15, 0.025, 0.02, Rule.CHANGE, 0.05) < 0.75
+
+
+@pytest.mark.parametrize("rule", list(Rule))
+@pytest.mark.parametrize("drop", [0.025, 0.04])
+def test_power_at_the_planned_n_is_the_plan(rule, drop):
+    """Simulated P(REGRESSION) at the planned n, through the gate's own decision code."""
+    n = accuracy_n(operating.DISCORDANCE, drop, operating.MAX_DROP, rule, operating.ALPHA, 0.8)
+    rng = np.random.default_rng(11)
+    shares = [(operating.DISCORDANCE + drop) / 2, (operating.DISCORDANCE - drop) / 2]
+    counts = rng.multinomial(n, [*shares, 1 - operating.DISCORDANCE], size=3000)
+    regressed, _ = verdicts(counts[:, 0], counts[:, 1], n, rule)
+    # 3000 runs: the standard error of an 80% rate is 0.0073.
+    assert regressed.mean() == pytest.approx(0.8, abs=0.04), (n, regressed.mean())
+
+
+def test_shift_plans_by_hand():
+    # ((1.6449 + 0.8416) * 0.2 / 0.02)^2 = 618.3
+    assert shift_n(0.2, 0.02, 0.0, Rule.MARGIN, 0.05, 0.8) == 619
+    assert shift_n(0.2, 0.04, 0.02, Rule.MARGIN, 0.05, 0.8) == 619
+    assert shift_n(0.2, 0.02, 0.02, Rule.CHANGE, 0.05, 0.8) is None
+    se = 0.2 / math.sqrt(619)
+    assert shift_mde(se, 0.02, Rule.MARGIN, 0.05, 0.8) == pytest.approx(0.04, abs=1e-4)
+    # The change rule: significant and beyond max_drop, whichever asks more.
+    assert shift_mde(se, 0.02, Rule.CHANGE, 0.05, 0.8) == pytest.approx(0.02 + 0.8416 * se, 1e-4)
+    assert shift_mde(0.02, 0.02, Rule.CHANGE, 0.05, 0.8) == pytest.approx(2.4865 * 0.02, 1e-4)
+
+
+# Score units (TruthfulQA MC2): the bootstrap-t test of a mean score.
+
+
+def test_mean_test_estimates_and_is_deterministic():
     rng = np.random.default_rng(3)
     base = rng.uniform(0, 1, 200)
     cand = np.clip(base - 0.03 + rng.normal(0, 0.1, 200), 0, 1)
-    result = paired_mean_test(base, cand)
-    reference = ttest_rel(cand, base, alternative="less")
-    assert result.pvalue == pytest.approx(reference.pvalue, rel=1e-10)
-    low, high = ttest_rel(cand, base).confidence_interval(0.95)
-    assert result.ci == pytest.approx((low, high))
+    result = paired_mean_test(base, cand, margin=0.02)
+    assert result == paired_mean_test(base, cand, margin=0.02)  # fixed seed: one report
     assert result.delta == pytest.approx(np.mean(cand - base))
-    assert result.sd == pytest.approx(np.std(cand - base, ddof=1))
+    assert result.se == pytest.approx(np.std(cand - base, ddof=1) / math.sqrt(200))
+    # Near-normal differences: bootstrap-t agrees with the t test.
+    t_test = ttest_1samp(cand - base, 0.0, alternative="less")
+    assert result.pvalue == pytest.approx(t_test.pvalue, abs=0.01)
+    assert result.ci[0] < result.delta < result.ci[1]
+    assert result.margin_pvalue > result.pvalue
     same = paired_mean_test(base, base)
-    assert (same.delta, same.pvalue, same.ci) == (0.0, 1.0, (0.0, 0.0))
+    assert (same.delta, same.pvalue, same.margin_pvalue, same.ci) == (0.0, 1.0, 1.0, (0.0, 0.0))
+    assert paired_mean_test([], []).n == 0
 
 
-def test_paired_mean_n_by_hand():
-    # ((1.6449 + 0.8416) * 0.2 / 0.02)^2 = 618.3
-    assert paired_mean_n(0.2, 0.02) == 619
-    # Three gated units: alpha / 3 -> z = 2.128, (2.9696 * 10)^2 = 881.9
-    assert paired_mean_n(0.2, 0.02, units=3) == 882
+SKEWED = {
+    # Rare large gains: 5% of examples gain 0.3, the rest lose a little; mean 0.
+    "rare large gains": lambda rng, n: (
+        np.where(rng.random(n) < 0.05, 0.3, 0.0) + rng.normal(0, 0.02, n) - 0.015
+    ),
+    "exponential": lambda rng, n: rng.exponential(0.1, n) - 0.1,
+    "beta(0.3, 3)": lambda rng, n: rng.beta(0.3, 3, n) - 0.3 / 3.3,
+}
+
+
+@pytest.mark.parametrize("name", list(SKEWED))
+def test_mean_test_size_with_right_skewed_differences(name):
+    """Issue 12: the paired t test reached size 0.09-0.11 here; bootstrap-t stays <= 0.06."""
+    rng = np.random.default_rng(17)
+    alarms = t_alarms = 0
+    runs = 800
+    for i in range(runs):
+        diffs = SKEWED[name](rng, 100)
+        result = paired_mean_test(np.zeros(100), diffs, resamples=499, seed=i)
+        alarms += result.pvalue < 0.05
+        t_alarms += ttest_1samp(diffs, 0.0, alternative="less").pvalue < 0.05
+    # 800 runs: the standard error of a 5% rate is 0.008.
+    assert alarms / runs <= 0.06, alarms / runs
+    assert t_alarms / runs > alarms / runs
+
+
+def test_mean_test_margin_size_and_power():
+    """H0 drop <= 0.02 at its boundary (skewed), and a drop of 0.06: size and power."""
+    rng = np.random.default_rng(23)
+    at_margin = beyond = 0
+    runs = 500
+    for i in range(runs):
+        diffs = SKEWED["rare large gains"](rng, 200)
+        at_margin += (
+            paired_mean_test(np.zeros(200), diffs - 0.02, 0.02, 0.05, 499, i).margin_pvalue < 0.05
+        )
+        beyond += (
+            paired_mean_test(np.zeros(200), diffs - 0.06, 0.02, 0.05, 499, i).margin_pvalue < 0.05
+        )
+    assert at_margin / runs <= 0.06
+    assert beyond / runs > 0.8
+
+
+# Perplexity units: the sign-flip test of the corpus log-ratio.
+
+
+def test_corpus_test_known_values():
+    base = np.full(10, -200.0)
+    weights = np.full(10, 100.0)
+    worse = corpus_ratio_test(base, base - 2.0, weights)
+    # exp(-Σll/Σw) goes from e^2 to e^2.02.
+    assert worse.baseline == pytest.approx(math.e**2)
+    assert worse.relative_change == pytest.approx(math.expm1(0.02))
+    # All 10 documents worse: only the no-flip pattern (1 in 2^10) ties the data.
+    assert worse.pvalue == pytest.approx(1 / 1024, abs=0.002)
+    better = corpus_ratio_test(base, base + 2.0, weights)
+    assert better.relative_change < 0 and better.pvalue == 1.0
+    same = corpus_ratio_test(base, base, weights)
+    assert same.relative_change == 0 and same.pvalue == 1.0 and same.ci == (0.0, 0.0)
+    assert corpus_ratio_test([], [], []).n == 0
+    with pytest.raises(ValueError):
+        corpus_ratio_test([-1.0], [-1.0], [0.0])
+
+
+def test_corpus_test_interval_inverts_the_test_and_is_deterministic():
+    rng = np.random.default_rng(4)
+    weights = np.round(rng.lognormal(6, 1, 80)) + 10
+    extra = weights * (0.01 + rng.standard_t(3, 80) * 0.01)
+    result = corpus_ratio_test(np.zeros(80), -extra, weights, margin=0.02)
+    assert result == corpus_ratio_test(np.zeros(80), -extra, weights, margin=0.02)
+    low, high = result.ci
+    assert low < result.relative_change < high
+    # Just inside the interval the one-sided test does not reject at 2.5%; just below, it does.
+    inside = corpus_ratio_test(np.zeros(80), -extra, weights, margin=low + 1e-9)
+    outside = corpus_ratio_test(np.zeros(80), -extra, weights, margin=low - 1e-3)
+    assert inside.margin_pvalue >= 0.025 > outside.margin_pvalue
+
+
+def _documents(rng, n, sigma=1.0):
+    """Heavy-tailed document lengths (words), as in WikiText: tens to thousands."""
+    return np.round(rng.lognormal(6, sigma, n)) + 10
+
+
+NULLS = {
+    # Per-token noise that adds up over a document: symmetric, heavy-tailed.
+    "t3 noise per token": lambda rng, w: np.sqrt(w) * rng.standard_t(3, w.size) * 0.05,
+    # A per-word change that differs by document, heavy-tailed (t with 2.5 df).
+    "t2.5 change per document": lambda rng, w: w * rng.standard_t(2.5, w.size) * 0.01,
+    # Asymmetric: a quarter of documents much worse, the rest a little better, corpus 0.
+    "mixed signs": lambda rng, w: (
+        w * (np.where(rng.random(w.size) < 0.25, 0.03, -0.01) + rng.normal(0, 0.003, w.size))
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NULLS))
+@pytest.mark.parametrize("n", [62, 200])
+def test_corpus_test_size_under_heavy_tailed_nulls(name, n):
+    rng = np.random.default_rng(31)
+    runs, alarms = 800, 0
+    for i in range(runs):
+        weights = _documents(rng, n, sigma=1.2)
+        extra = NULLS[name](rng, weights)
+        alarms += (
+            corpus_ratio_test(np.zeros(n), -extra, weights, resamples=499, seed=i).pvalue < 0.05
+        )
+    # 800 runs: the standard error of a 5% rate is 0.008.
+    assert alarms / runs <= 0.06, alarms / runs
+
+
+def _constructed(case, rng, n):
+    """Issue 12's two cases: per-word perplexity factors that raise the corpus perplexity."""
+    weights = _documents(rng, n, sigma=1.2)
+    if case == "quarter +14%":
+        factor = np.where(rng.random(n) < 0.25, 1.14, 0.985)
+    else:
+        factor = np.where(weights >= np.quantile(weights, 0.8), 1.06, 0.99)
+    per_word = np.log(factor) + rng.normal(0, 0.005, n)
+    return weights, weights * per_word
+
+
+@pytest.mark.parametrize("case", ["quarter +14%", "longest fifth +6%"])
+def test_constructed_cases_are_flagged_once_there_are_enough_documents(case):
+    """Issue 12: Wilcoxon flagged these in 0-1% of runs; the corpus test catches them."""
+    rng = np.random.default_rng(41)
+    flagged = {rule: 0 for rule in Rule}
+    increases = []
+    runs = 200
+    for i in range(runs):
+        weights, extra = _constructed(case, rng, 620)
+        result = corpus_ratio_test(np.zeros(620), -extra, weights, 0.02, 0.05, 999, i)
+        increases.append(result.relative_change)
+        for rule in Rule:
+            rule_p = result.margin_pvalue if rule is Rule.MARGIN else result.pvalue
+            regressed = regression(rule, 0.05, rule_p, result.relative_change, 0.02)
+            undecided = inconclusive(regressed, 0.05, result.pvalue, result.ci[1], 0.02)
+            flagged[rule] += bool(regressed or undecided)
+    assert np.mean(increases) > 0.02
+    for rule in Rule:
+        assert flagged[rule] / runs >= 0.9, (rule, flagged[rule] / runs)

@@ -1,58 +1,139 @@
-"""`regress plan`: how many examples a gate needs to see a given drop."""
+"""`regress plan`: what a gate can detect, and how many examples a given drop needs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from regress.baseline_plan import FACTS_DISCORDANCE, UnitPlan, plan_baseline
 from regress.cli.common import handles_errors
-from regress.stats import connor_n
+from regress.planning import accuracy_n
+from regress.policy import load_policy
+from regress.rules import Rule
+from regress.store import Store
+
+FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 
 
 @click.command()
 @click.option(
     "--discordance",
     type=click.FloatRange(0, 1, min_open=True),
-    required=True,
-    help="Expected share of examples whose answer changes (b+c)/n, e.g. 0.12.",
+    default=None,
+    help="Share of examples whose answer changes, (b+c)/n. Without --baseline it is required; "
+    f"with it, default {FACTS_DISCORDANCE} (real requantizations of SmolLM2, FACTS.md).",
 )
 @click.option(
     "--drop",
     type=click.FloatRange(0, 1, min_open=True),
-    required=True,
-    help="Accuracy drop to detect, absolute (0.02 = two points).",
+    default=None,
+    help="True accuracy drop to detect, absolute (0.03 = three points). Required without "
+    "--baseline; with it, default twice each unit's max_drop.",
 )
 @click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
+    "--max-drop",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.0,
     show_default=True,
-    help="False-alarm rate per gate run.",
+    help="Without --baseline: the policy's max_drop (0: only the drop must be significant).",
 )
 @click.option(
-    "--power",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.8,
+    "--rule",
+    type=click.Choice([r.value for r in Rule]),
+    default=Rule.MARGIN.value,
     show_default=True,
-    help="Chance of flagging a real drop of that size.",
+    help="Without --baseline: the decision rule (README, 'The gate').",
+)
+@click.option("--alpha", type=FRACTION, default=0.05, show_default=True, help="False-alarm rate.")
+@click.option(
+    "--power", type=FRACTION, default=0.8, show_default=True, help="Chance to flag the drop."
 )
 @click.option(
     "--units",
     type=click.IntRange(1),
     default=1,
     show_default=True,
-    help="Gated units sharing alpha (Bonferroni/Holm plan at alpha/units).",
+    help="Without --baseline: gated units sharing alpha (planned at alpha/units).",
+)
+@click.option("--baseline", "name", default=None, help="Plan every unit of this baseline.")
+@click.option(
+    "--store",
+    type=click.Path(path_type=Path),
+    default=Path("baselines"),
+    show_default=True,
+    help="Folder holding the baselines.",
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --baseline: the policy's rule, thresholds, alpha and power (default: built-in).",
 )
 @handles_errors
-def plan(discordance: float, drop: float, alpha: float, power: float, units: int) -> None:
-    """Print the n (Connor 1987) a one-sided McNemar test needs.
+def plan(
+    discordance: float | None,
+    drop: float | None,
+    max_drop: float,
+    rule: str,
+    alpha: float,
+    power: float,
+    units: int,
+    name: str | None,
+    store: Path,
+    policy_path: Path | None,
+) -> None:
+    """Print the n a gate needs for a drop, or a baseline's MDE and n per unit.
 
     \b
-    Example: regress plan --discordance 0.12 --drop 0.03
+    Examples:
+      regress plan --discordance 0.12 --drop 0.03
+      regress plan --discordance 0.15 --drop 0.04 --max-drop 0.02 --rule margin
+      regress plan --baseline main --drop 0.05
     """
+    if name is not None:
+        _plan_baseline(name, store, policy_path, discordance or FACTS_DISCORDANCE, drop)
+        return
+    if discordance is None or drop is None:
+        raise click.UsageError("give --discordance and --drop, or --baseline NAME")
     if drop > discordance:
         raise click.BadParameter("a drop cannot exceed the discordance", param_hint="--drop")
-    n = connor_n(discordance, drop, alpha=alpha / units, power=power)
+    if drop <= max_drop:
+        raise click.BadParameter("a drop within --max-drop never fails", param_hint="--drop")
+    n = accuracy_n(discordance, drop, max_drop, Rule(rule), alpha / units, power)
     click.echo(
         f"n = {n} examples per unit to detect a {drop:.1%} drop at {discordance:.1%} discordance "
-        f"(one-sided alpha {alpha / units:.4g}, power {power:.0%})"
+        f"(rule {rule}, max_drop {max_drop:.1%}, one-sided alpha {alpha / units:.4g}, "
+        f"power {power:.0%})"
     )
+
+
+def _plan_baseline(
+    name: str, store: Path, policy_path: Path | None, discordance: float, drop: float | None
+) -> None:
+    policy = load_policy(policy_path)
+    plans = plan_baseline(Store(store).load(name), policy, discordance, drop)
+    gated = sum(p.gated for p in plans)
+    click.echo(
+        f"baseline {name!r}: {gated} gated units sharing alpha {policy.alpha} (Bonferroni), "
+        f"power {policy.power:.0%}, assuming {discordance:.1%} of answers flip "
+        f"(--discordance; real requantizations of SmolLM2 flipped 1.2-23.6%, FACTS.md)"
+    )
+    click.echo("unit | kind | n | rule | max_drop | MDE | target drop | n for target")
+    for unit in plans:
+        click.echo(" | ".join(_row(unit)))
+
+
+def _row(unit: UnitPlan) -> list[str]:
+    points = "–" if unit.kind.value == "perplexity" else f"{unit.threshold * 100:.1f} pts"
+    return [
+        unit.name + ("" if unit.gated else " (not gated)"),
+        str(unit.kind),
+        f"{unit.n:,}",
+        str(unit.rule),
+        points,
+        "–" if unit.mde is None else f"{unit.mde * 100:.1f} pts",
+        "–" if unit.drop is None else f"{unit.drop * 100:.1f} pts",
+        "–" if unit.n_needed is None else f"{unit.n_needed:,}",
+    ]

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from regress.comparison import Comparison, Flip, UnitKind, UnitResult, Verdict
+from regress.rules import Rule
 
 MARKER = "<!-- regress-report -->"
 """Last line of every report: lets a CI step find and update its own earlier comment."""
@@ -70,7 +71,8 @@ def _render(comparison: Comparison, flips: int, subjects: int) -> str:
         _headline(comparison),
         _unit_table(comparison.units, UnitKind.ACCURACY),
         _unit_table(comparison.units, UnitKind.PERPLEXITY),
-        _notes(comparison.units),
+        _legend(comparison),
+        _notes(comparison),
         _answer_shift(comparison.units),
         _subjects(comparison.units, subjects),
         _flips(comparison, flips),
@@ -112,8 +114,11 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
     if not rows:
         return ""
     if kind is UnitKind.ACCURACY:
-        header = ["unit", "n", "baseline", "candidate", "Δ pts [95% CI]", "b / c", "p", "adj. p"]
-        align = ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"]
+        header = [
+            *("unit", "n", "baseline", "candidate", "Δ pts [95% CI]", "b / c"),
+            *("p", "adj. p", "MDE pts"),
+        ]
+        align = ["---", *["---:"] * 8, "---"]
         body = [
             [
                 u.name,
@@ -124,13 +129,17 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
                 f"{u.b} / {u.c}",
                 _pvalue(u.pvalue),
                 _pvalue(u.adjusted_pvalue),
+                "–" if u.mde is None else f"{u.mde * 100:.1f}",
                 _verdict(u),
             ]
             for u in rows
         ]
     else:
-        header = ["unit", "documents", "metric", "baseline", "candidate", "change", "p", "adj. p"]
-        align = ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---"]
+        header = [
+            *("unit", "documents", "metric", "baseline", "candidate", "change [95% CI]"),
+            *("p", "adj. p", "MDE"),
+        ]
+        align = ["---", "---:", "---", *["---:"] * 6, "---"]
         body = [
             [
                 u.name,
@@ -138,9 +147,10 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
                 u.metric,
                 _number(u.baseline),
                 _number(u.candidate),
-                "–" if u.delta is None else f"{u.delta:+.2%}",
+                _relative(u),
                 _pvalue(u.pvalue),
                 _pvalue(u.adjusted_pvalue),
+                "–" if u.mde is None else f"+{u.mde:.2%}",
                 _verdict(u),
             ]
             for u in rows
@@ -148,20 +158,65 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
     return _table([*header, "verdict"], body, align)
 
 
-def _notes(units: Sequence[UnitResult]) -> str:
+RULE_NULLS = {Rule.MARGIN: "H0: drop within the threshold", Rule.CHANGE: "H0: no drop"}
+
+
+def _legend(comparison: Comparison) -> str:
+    """What p and MDE mean for these units (README, "What the verdicts mean")."""
+    units = comparison.units
+    if not units:
+        return ""
+    by_rule = {rule: [u.name for u in units if u.rule is rule] for rule in Rule}
+    used = [rule for rule in Rule if by_rule[rule]]
+    if len(used) == 1:
+        tests = f"rule `{used[0]}` ({RULE_NULLS[used[0]]})"
+    else:
+        tests = "; ".join(
+            f"rule `{rule}` ({RULE_NULLS[rule]}) for {', '.join(by_rule[rule])}" for rule in used
+        )
+    power = f"{comparison.policy.power:.0%}"
+    return (
+        f"p: one-sided, {tests}. MDE: the smallest true drop (perplexity: increase) a unit "
+        f"flags as a regression with {power} power at its n and observed spread."
+    )
+
+
+def _notes(comparison: Comparison) -> str:
     lines = []
-    for u in units:
-        if u.verdict is Verdict.PASS:
+    for u in comparison.units:
+        if u.verdict is Verdict.PASS and not _beyond(u):
             continue
         line = f"- {ICONS[u.verdict]} **{u.name}**: {u.reason}"
+        if u.verdict is Verdict.PASS and u.mde is not None:
+            line += f"; this unit detects only drops of {_effect(u, u.mde)} or more (MDE)"
         if u.verdict is Verdict.INCONCLUSIVE and u.n_needed is not None:
-            line += f"; n≈{u.n_needed:,} would decide at the observed {_spread(u)}"
+            line += f"; n≈{u.n_needed:,} {_plan(u, comparison.policy.power)}"
         lines.append(line + ("" if u.gated else " (not gated)"))
     return "### Notes\n\n" + "\n".join(lines) if lines else ""
 
 
+def _beyond(unit: UnitResult) -> bool:
+    """Whether the observed change is past the unit's threshold (worth a note even if PASS)."""
+    if unit.delta is None:
+        return False
+    drop = unit.delta if unit.kind is UnitKind.PERPLEXITY else -unit.delta
+    return drop > unit.threshold
+
+
+def _effect(unit: UnitResult, value: float) -> str:
+    if unit.kind is UnitKind.PERPLEXITY:
+        return f"+{value:.2%}"
+    return f"{value * 100:.1f} pts"
+
+
+def _plan(unit: UnitResult, power: float) -> str:
+    """What the n that would decide was planned for."""
+    target = "" if unit.plan_drop is None else f" against a drop of {_effect(unit, unit.plan_drop)}"
+    return f"would give {power:.0%} power{target} at the observed {_spread(unit)}"
+
+
 def _spread(unit: UnitResult) -> str:
-    """What the n that would decide was planned from."""
+    """What the plan took from the data: the discordance, or the score differences' spread."""
     if unit.kind is UnitKind.SCORE:
         return "spread of the score differences"
     flipped = f" ({unit.discordance:.1%} flipped)" if unit.discordance else ""
@@ -339,6 +394,13 @@ def _delta(unit: UnitResult) -> str:
         return "–"
     low, high = unit.ci
     return f"{unit.delta * 100:+.1f} [{low * 100:+.1f}, {high * 100:+.1f}]"
+
+
+def _relative(unit: UnitResult) -> str:
+    if unit.delta is None or unit.ci is None:
+        return "–"
+    low, high = unit.ci
+    return f"{unit.delta:+.2%} [{low:+.2%}, {high:+.2%}]"
 
 
 def _verdict(unit: UnitResult) -> str:
