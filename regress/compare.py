@@ -32,8 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -291,9 +290,22 @@ def _measure_outcomes(
         candidate_failures=candidate_failures,
         error_rate=_error_rate(candidate_failures, n),
         subjects=tuple(subjects) if len(tasks) > 1 or tasks[0].group is not None else (),
-        **stats,
+        **asdict(stats),
     )
     return unit, flips
+
+
+@dataclass(frozen=True)
+class _Tests:
+    """What `_outcome_stats` measures; the UnitResult fields of the same names."""
+
+    delta: float | None
+    ci: tuple[float, float] | None
+    pvalue: float
+    change_pvalue: float
+    mde: float | None
+    n_needed: int | None
+    plan_drop: float | None
 
 
 def _outcome_stats(
@@ -304,7 +316,7 @@ def _outcome_stats(
     unit_policy: UnitPolicy,
     policy: Policy,
     k: int,
-) -> dict[str, Any]:
+) -> _Tests:
     """Δ, its interval, both p-values, the MDE and the plan of an accuracy or score unit.
 
     `k` is the number of gated units the MDE and the plan share alpha with (Bonferroni).
@@ -313,15 +325,7 @@ def _outcome_stats(
     threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
     alpha, plan_drop = policy.alpha / k, PLAN_FACTOR * threshold
     if not n:
-        return dict(
-            delta=None,
-            ci=None,
-            pvalue=1.0,
-            change_pvalue=1.0,
-            mde=None,
-            n_needed=None,
-            plan_drop=None,
-        )
+        return _Tests(None, None, 1.0, 1.0, None, None, None)
     if binary:
         discordance = (b + c) / n
         change_p = mcnemar_pvalue(b, c, policy.test)
@@ -335,7 +339,7 @@ def _outcome_stats(
         mde = shift_mde(test.se, threshold, rule, alpha, policy.power)
         sd = test.se * math.sqrt(n)
         needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
-    return dict(
+    return _Tests(
         delta=delta,
         ci=ci,
         pvalue=margin_p if rule is Rule.MARGIN else change_p,
@@ -511,7 +515,8 @@ def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
     if inconclusive(regressed, policy.alpha, change_p, upper, unit.threshold):
         return Verdict.INCONCLUSIVE, (
             f"worse than the baseline ({_p_text(unit, change_p)} < alpha {policy.alpha}, "
-            f"H0: no drop), but the 95% CI reaches {_amount(unit, upper)} > {_limit(unit)}"
+            f"H0: no drop), but the 95% CI reaches a {_noun(unit)} of {_amount(unit, upper)} "
+            f"> {_limit(unit)}"
         )
     return Verdict.PASS, _pass_reason(unit, drop, change_p, policy.alpha)
 

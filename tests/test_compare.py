@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from regress.baseline_plan import plan_baseline
 from regress.compare import ROLLING, compare
 from regress.comparison import MAX_FLIPS, UnitKind, Verdict
 from regress.errors import BadInput, ExitCode
@@ -415,3 +416,24 @@ def test_perplexity_metric_named_by_the_policy():
     policy = Policy(units={"wikitext": UnitPolicy(metric="perplexity")})
     with pytest.raises(BadInput, match="unknown perplexity metric 'perplexity'"):
         compare(base, cand, policy)
+
+
+def test_plan_baseline_gives_each_unit_its_mde_and_n():
+    spec = {"mmlu_a": (300, 0, 0), "mmlu_b": (300, 0, 0), "arc_easy": (500, 0, 0)}
+    base, _ = runs(spec, groups={"mmlu_a": "mmlu", "mmlu_b": "mmlu"})
+    policy = Policy(units={"mmlu": UnitPolicy(max_drop=0.03, rule=Rule.CHANGE)})
+    arc, mmlu = plan_baseline(base, policy, discordance=0.12)
+    assert (arc.name, arc.n, arc.rule, arc.baseline, arc.drop) == (
+        "arc_easy",
+        500,
+        Rule.MARGIN,
+        0.5,
+        0.04,
+    )
+    # Two gated units share alpha; each unit plans with its own rule and max_drop.
+    assert arc.mde == accuracy_mde(500, 0.12, 0.02, Rule.MARGIN, 0.025, 0.8)
+    assert arc.n_needed == accuracy_n(0.12, 0.04, 0.02, Rule.MARGIN, 0.025, 0.8)
+    assert (mmlu.n, mmlu.rule, mmlu.threshold) == (600, Rule.CHANGE, 0.03)
+    assert mmlu.n_needed == accuracy_n(0.12, 0.06, 0.03, Rule.CHANGE, 0.025, 0.8)
+    (arc,) = plan_baseline(runs({"arc_easy": (500, 0, 0)})[0], Policy(), 0.12, drop=0.05)
+    assert arc.n_needed == accuracy_n(0.12, 0.05, 0.02, Rule.MARGIN, 0.05, 0.8)

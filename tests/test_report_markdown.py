@@ -70,7 +70,7 @@ ARC = unit(
     verdict=Verdict.INCONCLUSIVE,
     reason=(
         "worse than the baseline (adj. p 0.0246 < alpha 0.05, H0: no drop), "
-        "but the 95% CI reaches 8.7 pts > max_drop 2.0 pts"
+        "but the 95% CI reaches a drop of 8.7 pts > max_drop 2.0 pts"
     ),
     mde=0.0738,
     n_needed=2305,
@@ -203,8 +203,8 @@ spread.
 ### Notes
 
 - ⚠️ **arc_easy**: worse than the baseline (adj. p 0.0246 < alpha 0.05, H0: no drop), but the \
-95% CI reaches 8.7 pts > max_drop 2.0 pts; n≈2,305 would give 80% power against a drop of 4.0 \
-pts at the observed discordance (15.0% flipped)
+95% CI reaches a drop of 8.7 pts > max_drop 2.0 pts; n≈2,305 would give 80% power against a \
+drop of 4.0 pts at the observed discordance (15.0% flipped)
 - ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts: adj. p 0.0004 < alpha 0.05 (H0: within \
 max_drop 2.0 pts)
 
