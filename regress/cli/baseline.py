@@ -21,10 +21,11 @@ from regress.cli.common import (
 from regress.config import inline_suite, load_suite
 from regress.engine import digest
 from regress.errors import BadInput
+from regress.integrity import check_fit_to_store, record_problems
 from regress.lm_eval_import import read_lm_eval_run
 from regress.models import file_sha256, resolve_model_path
 from regress.runner import suite_specs
-from regress.store import Store, read_run, validate_name, write_run
+from regress.store import Store, check_replaceable, read_run, validate_name, write_run
 
 store_option = click.option(
     "--store",
@@ -86,6 +87,11 @@ def create(
         raise click.UsageError("give exactly one of --tasks or --suite")
     spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
     specs = suite_specs(spec)
+    # Refuse a place the run could not be stored before spending minutes on it.
+    if save_run:
+        check_replaceable(save_run)
+    if not shard:
+        check_replaceable(Store(store).path(name))
     outcome = run_with_progress(
         f"baseline {name}",
         specs,
@@ -99,6 +105,7 @@ def create(
         cache_dir=cache_dir,
         shard=shard,
     )
+    check_fit_to_store(outcome.run)  # a broken or empty run is never stored
     if save_run:
         write_run(outcome.run, save_run)
         if shard:
@@ -116,7 +123,13 @@ def list_(store: Path) -> None:
     """List the baselines in the store."""
     table = Table("name", "model", "sha256", "backend", "tasks", "examples", "created")
     st = Store(store)
-    for name in st.names():
+    names = st.names()
+    if not store.is_dir():
+        raise BadInput(f"no store folder {store} (--store)")
+    if not names:
+        click.echo(f"no baselines in {store}", err=True)
+        return
+    for name in names:
         m = st.load(name).manifest
         n = sum(t.n for t in m.tasks.values())
         table.add_row(
@@ -170,14 +183,27 @@ def show(name: str, store: Path) -> None:
 @store_option
 @handles_errors
 def verify(name: str, store: Path) -> None:
-    """Check a baseline is intact: files parse, hashes match records, model sha256 matches.
+    """Check a baseline is intact: files parse and match their stored sha256, every record is
+    consistent (answer, target and verdict), the task hashes match the records, and the model
+    file matches its pinned sha256.
 
     Exit 2 when anything is off.
     """
-    run = Store(store).load(name)
+    run = Store(store).load(name)  # refuses records that do not match their stored sha256
     problems = []
-    for task, info in run.manifest.tasks.items():
+    unhashed = sorted(set(run.manifest.tasks) - set(run.manifest.records_sha256))
+    if unhashed:
+        problems.append(
+            f"no stored sha256 for the records of {', '.join(unhashed[:5])} (an edit would "
+            "pass unseen; promote or recreate the baseline to add them)"
+        )
+    for task, info in sorted(run.manifest.tasks.items()):
         records = run.records[task]
+        inconsistent = [found for r in records if (found := record_problems(r, info))]
+        if inconsistent:
+            problems.append(
+                f"{task}: {len(inconsistent)} inconsistent record(s), first: {inconsistent[0][0]}"
+            )
         if digest([r.doc_hash for r in records]) != info.dataset_hash:
             problems.append(f"{task}: dataset hash does not match its records")
         if digest([r.prompt_hash for r in records]) != info.prompt_hash:
@@ -213,7 +239,9 @@ def promote(run_dir: Path, name: str, store: Path) -> None:
     Use after a merge, so the next PRs are gated against what main now produces.
     """
     validate_name(name)
+    check_replaceable(Store(store).path(name))
     run = read_run(run_dir)
+    check_fit_to_store(run)
     renamed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, name=name))
     path = Store(store).save(renamed)
     click.echo(f"promoted {run_dir} to baseline {name!r} -> {path}")
@@ -246,6 +274,7 @@ def import_lm_eval(samples_dir: Path, name: str, tasks: str | None, store: Path)
     validate_name(name)
     wanted = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     run = read_lm_eval_run(samples_dir, name, wanted)
+    check_fit_to_store(run)
     path = Store(store).save(run)
     n = sum(t.n for t in run.manifest.tasks.values())
     click.echo(

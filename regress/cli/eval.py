@@ -19,9 +19,10 @@ from regress.cli.common import (
 )
 from regress.config import inline_suite, load_suite
 from regress.engine import TaskRun
+from regress.integrity import check_fit_to_store
 from regress.report.lm_eval import group_metrics, write_lm_eval
 from regress.runner import suite_specs
-from regress.store import write_run
+from regress.store import check_replaceable, write_run
 
 
 @click.command("eval")
@@ -65,6 +66,8 @@ def eval_command(
     spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
     args = {**spec.model_args, **parse_args(model_args)}
     specs = suite_specs(spec)
+    if save_run:
+        check_replaceable(save_run)  # before the run, not after it
     source = data_source(data_dir, hf_datasets)
     outcome = run_with_progress(
         f"eval {model}",
@@ -80,6 +83,7 @@ def eval_command(
         shard=shard,
     )
     stdout().print(results_table(outcome.task_runs))
+    check_fit_to_store(outcome.run)  # a broken or empty run writes no result files
     if save_run:
         write_run(outcome.run, save_run)
     if output_path:
