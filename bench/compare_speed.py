@@ -14,7 +14,8 @@ import time
 import numpy as np
 
 from regress.compare import compare
-from regress.manifest import BackendInfo, Manifest, ModelInfo, Run, TaskInfo
+from regress.fingerprint import RuntimeFingerprint
+from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.policy import Policy
 from regress.records import Record, Status
 from regress.report.json_report import render_json
@@ -47,7 +48,7 @@ def synthetic_run(name: str, logliks: np.ndarray, targets: np.ndarray, failed: s
         created="2026-01-01T00:00:00Z",
         regress_version="0.1.0",
         model=ModelInfo(ref=f"{name}.gguf", sha256="0" * 64, quantization=name),
-        backend=BackendInfo("llama_cpp", "0.3.36", {"n_ctx": 2048, "threads": 2}),
+        backend=RuntimeFingerprint("llama_cpp", "0.3.36", {"n_ctx": 2048, "threads": 2}),
         suite_name="mmlu",
         tasks=tasks,
         command=f"regress check --model {name}.gguf --baseline q4_1",

@@ -44,7 +44,7 @@ from regress.engine import TaskSpec
 from regress.lm_eval_import import read_lm_eval_run
 from regress.manifest import Run
 from regress.models import resolve_model_path
-from regress.runner import run_specs
+from regress.runner import RunPlan, execute
 from regress.tasks import get_tasks, resolve_source, task_groups
 from regress.tasks.base import DataSource
 
@@ -178,9 +178,16 @@ def run_regress(
 ) -> tuple[Run, float]:
     """regress on `backend` over the same documents, without the result cache."""
     start = time.perf_counter()
-    outcome = run_specs(
-        specs(chosen), MODEL, backend, model_args, source, name=backend, suite_name="parity"
+    plan = RunPlan(
+        tuple(specs(chosen)),
+        MODEL,
+        backend,
+        model_args,
+        source,
+        name=backend,
+        suite_name="parity",
     )
+    outcome = execute(plan)
     return outcome.run, time.perf_counter() - start
 
 

@@ -16,10 +16,12 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from regress.backends import dispatch
-from regress.backends.base import Backend, Progress, result_params
+from regress.backends.base import Backend, Progress
+from regress.errors import BadInput
+from regress.models import cache_root
+from regress.fingerprint import RuntimeFingerprint
 from regress.requests import (
     AnyResult,
     FailedResult,
@@ -39,21 +41,15 @@ _TYPES: dict[str, type] = {
 
 
 def default_cache_dir() -> Path:
-    """$REGRESS_CACHE_DIR, else ~/.cache/regress."""
-    return Path(os.environ.get("REGRESS_CACHE_DIR", Path.home() / ".cache" / "regress"))
+    """$REGRESS_CACHE_DIR, else ~/.cache/regress (`regress.models.cache_root`)."""
+    return cache_root()
 
 
-def model_key(model_sha256: str, fingerprint: dict[str, Any]) -> str:
-    """The part of every key that names the model and how it is run."""
-    # Speed-only settings stay out of the key, so a rerun on another thread count still hits.
-    params = result_params(fingerprint.get("params", {}))
-    identity = {
-        "model": model_sha256,
-        "backend": fingerprint.get("name"),
-        "version": fingerprint.get("version"),
-        "params": params,
-        "build": fingerprint.get("build", {}),
-    }
+def model_key(model_sha256: str, fingerprint: RuntimeFingerprint) -> str:
+    """The part of every key that names the model and its compute path (backend, versions,
+    result-relevant settings, CPU kernels); speed-only settings stay out, so a rerun on
+    another thread count still hits."""
+    identity = {"model": model_sha256, "compute": fingerprint.compute_key()}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -61,11 +57,18 @@ class ResultCache:
     """SQLite table of (key -> result JSON); safe to kill at any time."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / "results.sqlite"
-        self._db = sqlite3.connect(self.path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT)")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise BadInput(
+                f"result cache {self.path}: {exc} (choose another --cache-dir, or --no-cache)"
+            ) from exc
         self.hits = 0
         self.misses = 0
 

@@ -137,20 +137,72 @@ class Fingerprint:
     backend_version: str
     params: dict[str, Any]
     created: str
+    libraries: dict[str, str] = field(default_factory=dict)
+    kernels: str = ""
+    """The CPU build's compute features (llama.cpp system info, torch CPU capability)."""
+    cpu: str = ""
+    threads: int | None = None
 
     @classmethod
     def of(cls, manifest: Manifest) -> Fingerprint:
         """The fingerprint of a run's manifest."""
+        backend = manifest.backend
         return cls(
             run=manifest.name,
             model=manifest.model.ref,
             sha256=manifest.model.sha256,
             quantization=manifest.model.quantization,
-            backend=manifest.backend.name,
-            backend_version=manifest.backend.version,
-            params=dict(manifest.backend.params),
+            backend=backend.name,
+            backend_version=backend.version,
+            params=dict(backend.params),
             created=manifest.created,
+            libraries=dict(backend.libraries),
+            kernels=backend.hardware.kernels,
+            cpu=backend.hardware.cpu.label(),
+            threads=backend.hardware.threads,
         )
+
+
+class HardwareAction(StrEnum):
+    """What the gate did about a candidate whose hardware path differs from the baseline's."""
+
+    NONE = "none"
+    """Same compute path: the stored records are what this machine computes."""
+    RERAN = "reran"
+    """The baseline's pinned model was rerun here and the candidate gated against that."""
+    STORED = "stored"
+    """Gated against the stored records although the paths differ (a warning says why)."""
+
+
+@dataclass(frozen=True)
+class HardwareCheck:
+    """How this machine's compute path relates to the baseline's, and how far it moves answers."""
+
+    differences: tuple[str, ...]
+    """One line per difference (CPU build kernels, CPU); empty when the paths match."""
+    action: HardwareAction
+    stored: Fingerprint | None = None
+    """The stored baseline, when the candidate was gated against a rerun of its model here
+    (`Comparison.baseline` is then that rerun)."""
+    n: int = 0
+    """Examples paired between the stored baseline and the rerun."""
+    flips: int = 0
+    """Of those, examples whose right/wrong outcome differs: hardware drift, not the model."""
+    kl_divergence: float | None = None
+    """Mean KL(stored || rerun) over the choices."""
+    typical: str = ""
+    """What such a difference measurably costs (regress.noise), for the reader."""
+
+
+@dataclass(frozen=True)
+class Repeatability:
+    """The candidate's own A/A noise: examples sent again and compared with the first answers."""
+
+    n: int
+    changed: int
+    """Examples whose answer (pred or status) differed the second time."""
+    max_abs_logprob_delta: float
+    """Largest per-choice |Δ log-likelihood| between the two answers."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +224,10 @@ class Comparison:
     suite: str
     command: str
     """The command that produced the candidate run."""
+    hardware: HardwareCheck | None = None
+    """Set by `regress.gate.check` when it ran the candidate on this machine."""
+    repeatability: Repeatability | None = None
+    """Set when `check --repeat-check N` resent N examples."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:

@@ -36,7 +36,8 @@ from regress import __version__
 from regress.backends import parse_model_args
 from regress.engine import digest
 from regress.errors import BadInput
-from regress.manifest import BackendInfo, Manifest, ModelInfo, Run, TaskInfo
+from regress.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.models import model_info
 from regress.records import Record
 from regress.requests import LoglikelihoodRequest, request_hash
@@ -136,14 +137,16 @@ def _manifest(
         created=_created(results.get("date")),
         regress_version=__version__,
         model=_model(model_args, results),
-        backend=BackendInfo(
+        backend=RuntimeFingerprint(
             name=f"lm-eval:{config.get('model', 'unknown')}",
             version=lm_eval_version,
             params={
                 **model_args,
                 **{k: config[k] for k in ("batch_size", "device") if config.get(k) is not None},
             },
-            build={"transformers": transformers_version},
+            libraries={"transformers": transformers_version},
+            # lm-eval's files do not say which kernels computed them.
+            hardware=HardwarePath(kernels="unknown"),
         ),
         suite_name="lm-eval",
         tasks=tasks,

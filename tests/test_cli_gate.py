@@ -201,21 +201,24 @@ def test_corrupt_baseline_is_bad_input(store, tmp_path):
 def test_drift_unchanged_setup_is_stable(store, tmp_path):
     code, text = run("drift", "-b", "main", "--store", str(store))
     assert code == 0, text
-    assert "STABLE" in verdict_line(text)
+    assert "STABLE" in verdict_line(text) and "(cause: nothing)" in verdict_line(text)
 
 
-def test_drift_refuses_swapped_model(store, broken_model):
+def test_drift_names_a_swapped_model_file(store, broken_model):
     code, text = run("drift", "-b", "main", "--store", str(store), "--model", str(broken_model))
-    assert code == ExitCode.BAD_INPUT and "sha256" in text
+    assert code == ExitCode.REGRESSION, text
+    assert "DRIFT" in verdict_line(text) and "(cause: model)" in verdict_line(text)
+    assert "model file sha256" in text
 
 
 def test_drift_reports_a_setting_that_changes_results(store):
     code, text = run(
         "drift", "-b", "main", "--store", str(store), "--model-args", "add_bos_token=true"
     )
-    assert "DRIFT" in verdict_line(text)
-    assert "setting add_bos_token: False -> True" in text
-    assert code in (ExitCode.OK, ExitCode.REGRESSION)
+    line = verdict_line(text)
+    assert "(cause: runtime)" in line and "setting add_bos_token: False -> True" in text
+    # Judged against the runtime's noise floor: drift exactly when the verdict says so.
+    assert code == (ExitCode.REGRESSION if "DRIFT" in line else ExitCode.OK)
 
 
 def test_shards_merge_to_identical_records(store, tmp_path):

@@ -10,7 +10,8 @@ from regress.baseline_plan import plan_baseline
 from regress.compare import ROLLING, compare
 from regress.comparison import MAX_FLIPS, UnitKind, Verdict
 from regress.errors import BadInput, ExitCode
-from regress.manifest import BackendInfo, Manifest, ModelInfo, Run, TaskInfo
+from regress.fingerprint import RuntimeFingerprint
+from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.planning import accuracy_mde, accuracy_n
 from regress.policy import Inconclusive, Policy, UnitPolicy
 from regress.records import Record, Status
@@ -53,7 +54,7 @@ def run(name, records, infos):
         created="2026-01-01T00:00:00Z",
         regress_version="0.1.0",
         model=ModelInfo(ref=f"{name}.gguf", sha256=name[0] * 64),
-        backend=BackendInfo("llama_cpp", "0.3.36", {"n_ctx": 2048}),
+        backend=RuntimeFingerprint("llama_cpp", "0.3.36", {"n_ctx": 2048}),
         suite_name="test",
         tasks={i.name: i for i in infos},
         command=f"regress check --model {name}.gguf",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ _FACTORIES: dict[str, str] = {
 }
 
 BACKENDS = tuple(_FACTORIES)
+_EXTRAS = {"llama_cpp": "llama", "hf": "hf", "openai": "openai"}
+"""The pyproject extra that installs each backend's dependencies."""
 
 __all__ = ["BACKENDS", "Backend", "Progress", "dispatch", "load_backend", "parse_model_args"]
 
@@ -27,9 +30,18 @@ def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None
     if name not in _FACTORIES:
         raise BadInput(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
     module_name, attr = _FACTORIES[name].split(":")
-    factory = getattr(importlib.import_module(module_name), attr)
+    # llama.cpp's and torch's OpenMP workers spin while they wait for each other: beside one
+    # busy process on 2 cores that made a run 5-10x slower (bench/shared_cpu.py), and a
+    # passive wait costs nothing on a quiet machine. libgomp reads this once, when it loads.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
+        factory = getattr(importlib.import_module(module_name), attr)
         return factory(model, **(model_args or {}))
+    except ModuleNotFoundError as exc:
+        raise BadInput(
+            f"the {name} backend needs the {exc.name or 'missing'} package: "
+            f"pip install 'regress[{_EXTRAS[name]}]'"
+        ) from exc
     except TypeError as exc:
         if "unexpected keyword argument" not in str(exc):
             raise

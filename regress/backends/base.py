@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from regress.errors import BadInput
+from regress.fingerprint import RuntimeFingerprint
 from regress.requests import (
     FailedResult,
     GenerateRequest,
@@ -14,17 +16,6 @@ from regress.requests import (
     RollingLoglikelihoodRequest,
     RollingResult,
 )
-
-SPEED_ONLY_PARAMS = frozenset(
-    {"threads", "n_batch", "batch_size", "prefix_reuse", "concurrency", "timeout", "max_retries"}
-)
-"""Load settings that change how fast a backend runs, never what it answers."""
-
-
-def result_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The load settings that can change results: what caches, merges and reruns must match."""
-    return {k: v for k, v in params.items() if k not in SPEED_ONLY_PARAMS}
-
 
 Progress = Callable[[int], None]
 """Called with the number of requests just finished, so the caller can drive a progress bar."""
@@ -52,8 +43,21 @@ class Backend(Protocol):
         self, requests: Sequence[GenerateRequest], progress: Progress | None = None
     ) -> list[GenerateResult | FailedResult]: ...
 
-    def fingerprint(self) -> dict[str, Any]:
-        """Backend name and version, load parameters, and anything else that changes results."""
+    def fingerprint(self) -> RuntimeFingerprint:
+        """Backend name and version, load parameters, libraries and the hardware path."""
         ...
 
     def close(self) -> None: ...
+
+
+def setting(name: str, value: Any, kind: type, minimum: float | None = None) -> Any:
+    """Check one --model-args value before it reaches a C library (a negative n_batch
+    crashed llama.cpp): its type, and its lower bound when one is given."""
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    if kind is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        raise BadInput(f"--model-args: {name} must be {kind.__name__}, got {value!r:.40}")
+    if minimum is not None and value < minimum:
+        raise BadInput(f"--model-args: {name} must be >= {minimum}, got {value}")
+    return value

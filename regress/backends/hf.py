@@ -42,10 +42,11 @@ import psutil
 import torch
 import transformers
 
-from regress.backends.base import Progress
+from regress.backends.base import Progress, setting
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.errors import BadInput, RunFailed
-from regress.models import check_gguf, file_sha256, resolve_model_path
+from regress.fingerprint import HardwarePath, RuntimeFingerprint, this_cpu
+from regress.models import cache_root, check_gguf, file_sha256, resolve_model_path
 from regress.requests import (
     FailedResult,
     GenerateRequest,
@@ -98,8 +99,10 @@ class HFBackend:
             raise BadInput(
                 f"hf: batch_size must be a positive integer or 'auto', got {batch_size!r}"
             )
+        if max_length is not None:
+            setting("max_length", max_length, int, 16)
         if threads is not None:
-            torch.set_num_threads(threads)
+            torch.set_num_threads(setting("threads", threads, int, 1))
         # CPU kernels are deterministic already; this warns if one that is not gets used.
         torch.use_deterministic_algorithms(True, warn_only=True)
         transformers.logging.set_verbosity_error()
@@ -204,23 +207,30 @@ class HFBackend:
                 progress(1)
         return results
 
-    def fingerprint(self) -> dict[str, Any]:
-        """Backend versions and every load setting that can change a log-prob."""
-        return {
-            "name": self.name,
-            "version": transformers.__version__,
-            "torch": torch.__version__,
-            "params": {
+    def fingerprint(self) -> RuntimeFingerprint:
+        """Library versions, every load setting that can change a log-prob, and the kernels
+        torch dispatches to on this CPU."""
+        threads = torch.get_num_threads()
+        return RuntimeFingerprint(
+            name=self.name,
+            version=transformers.__version__,
+            params={
                 "dtype": self._dtype_name,
                 "max_length": self.max_length,
                 "batch_size": self._batch_size,
                 "add_bos_token": self.add_bos_token,
                 "device": str(self._device),
-                "threads": torch.get_num_threads(),
+                "threads": threads,
                 "pad_multiple": _PAD_MULTIPLE,
                 "prefix_cache": self.prefix_cache,
             },
-        }
+            libraries={"torch": torch.__version__},
+            hardware=HardwarePath(
+                kernels=f"torch {torch.backends.cpu.get_cpu_capability()}",
+                cpu=this_cpu(),
+                threads=threads,
+            ),
+        )
 
     def close(self) -> None:
         """Release the model's memory."""
@@ -499,14 +509,9 @@ def _load(folder: Path, dtype: torch.dtype, trust_remote_code: bool) -> tuple[An
     return tokenizer, model
 
 
-def _cache_root() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "regress" / "hf"
-
-
 def _gguf_folder(gguf: Path) -> Path:
     """Dequantise `gguf` into an HF folder once, cached by the file's sha256."""
-    folder = _cache_root() / file_sha256(gguf)
+    folder = cache_root() / "hf" / file_sha256(gguf)
     if (folder / "config.json").is_file():
         return folder
     building: Path | None = None

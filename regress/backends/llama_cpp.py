@@ -12,16 +12,21 @@ tokens 0..i.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from regress.backends.base import Progress
+from regress.backends.base import Progress, setting
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.errors import BadInput, RunFailed
+from regress.fingerprint import (
+    HardwarePath,
+    RuntimeFingerprint,
+    default_threads,
+    llama_kernels,
+    this_cpu,
+)
 from regress.models import check_gguf, model_info, resolve_model_path
 from regress.requests import (
     FailedResult,
@@ -50,6 +55,10 @@ class LlamaCppBackend:
     ) -> None:
         import llama_cpp
 
+        setting("n_ctx", n_ctx, int, 16)
+        setting("n_batch", n_batch, int, 1)
+        if threads is not None:
+            setting("threads", threads, int, 1)
         path = resolve_model_path(model)
         if path.is_dir():
             raise BadInput(f"{path} is a folder; the llama_cpp backend needs a .gguf file")
@@ -59,7 +68,7 @@ class LlamaCppBackend:
             raise BadInput(f"n_ctx {n_ctx} exceeds {path.name}'s training context of {train_ctx}")
         self._path: Path = path
         self.n_ctx = n_ctx
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or default_threads()
         try:
             self._llm = llama_cpp.Llama(
                 model_path=str(path),
@@ -248,20 +257,23 @@ class LlamaCppBackend:
                 progress(1)
         return results
 
-    def fingerprint(self) -> dict[str, Any]:
-        """Version, load parameters and CPU build features: all can change log-probs."""
-        return {
-            "name": self.name,
-            "version": self._version,
-            "params": {
+    def fingerprint(self) -> RuntimeFingerprint:
+        """Version, load parameters and the CPU build's kernels: all can change log-probs."""
+        return RuntimeFingerprint(
+            name=self.name,
+            version=self._version,
+            params={
                 "n_ctx": self.n_ctx,
                 "threads": self.threads,
                 "n_batch": self.n_batch,
                 "add_bos_token": self.add_bos,
                 "prefix_reuse": self.prefix_reuse,
             },
-            "build": {"system_info": self._system_info},
-        }
+            hardware=HardwarePath(
+                kernels=llama_kernels(self._system_info), cpu=this_cpu(), threads=self.threads
+            ),
+            build={"system_info": self._system_info},
+        )
 
     def close(self) -> None:
         """Free the model and its context now rather than at garbage collection."""

@@ -23,8 +23,9 @@ from typing import Any, TypeVar
 
 import httpx
 
-from regress.backends.base import Progress
+from regress.backends.base import Progress, setting
 from regress.errors import BadInput, RunFailed
+from regress.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.requests import (
     FailedResult,
     GenerateRequest,
@@ -72,23 +73,33 @@ class OpenAIBackend:
         max_retries: int = 3,
         concurrency: int = 4,
         chat: bool = True,
+        model_sha256: str = "",
     ) -> None:
         """Connect to the server at `base_url` (e.g. http://127.0.0.1:8000/v1).
 
         `model_name` is sent as the request's `model` (default: `model`); the API key is read
         from the environment variable `api_key_env` (default OPENAI_API_KEY, optional).
-        Generation uses /chat/completions unless `chat=False`.
+        Generation uses /chat/completions unless `chat=False`. `model_sha256` names the served
+        weights (a sha256 or a revision); without it results are never cached, since a server
+        can swap the weights behind a name. `timeout` bounds each whole request, however slowly
+        the server sends its answer.
         """
         if not base_url:
             raise BadInput(
                 "openai: model_args needs base_url, e.g. base_url=http://127.0.0.1:8000/v1"
             )
-        if concurrency < 1 or max_retries < 0:
-            raise BadInput("openai: concurrency must be >= 1 and max_retries >= 0")
+        setting("concurrency", concurrency, int, 1)
+        setting("max_retries", max_retries, int, 0)
+        setting("timeout", timeout, float, 0.001)
         self.base_url = _api_root(base_url)
         self.model_name = model_name or model
         self.chat = chat
+        self.model_sha256 = setting("model_sha256", model_sha256, str)
         self._timeout = timeout
+        self._cache_prompt_field = True
+        """llama.cpp's servers reuse a cached prompt prefix by default, which computes the
+        rest on other kernels and can change a greedy answer; the field turns that off and is
+        dropped for servers that reject unknown fields."""
         self._max_retries = max_retries
         self._concurrency = concurrency
         self._echo_checked = False
@@ -128,18 +139,23 @@ class OpenAIBackend:
         """Generate through /chat/completions (or /completions when chat=False)."""
         return self._map(self._generate_one, requests, progress)
 
-    def fingerprint(self) -> dict[str, Any]:
-        """The server and model that answered, and the settings that change results."""
-        return {
-            "name": self.name,
-            "version": self.server_version or "unknown",
-            "params": {
+    def fingerprint(self) -> RuntimeFingerprint:
+        """The server and model that answered, and the settings that change results; the
+        server computes, so its hardware path is unknown here."""
+        return RuntimeFingerprint(
+            name=self.name,
+            version=self.server_version or "unknown",
+            # Exactly constructor arguments, so a rerun can pass them back.
+            params={
                 "base_url": self.base_url,
-                "model": self.model_name,
-                "served_model": self.served_model,
+                "model_name": self.model_name,
                 "chat": self.chat,
+                "model_sha256": self.model_sha256,
+                "concurrency": self._concurrency,
             },
-        }
+            hardware=HardwarePath(kernels="server"),
+            build={"served_model": self.served_model},
+        )
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -205,6 +221,16 @@ class OpenAIBackend:
         """
         if self._echo_checked:
             return
+        try:
+            self._probe_echo()
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise RunFailed(
+                f"server at {self.base_url} answered the log-prob probe with a malformed "
+                f"reply ({exc!r:.120})"
+            ) from exc
+        self._echo_checked = True
+
+    def _probe_echo(self) -> None:
         generated = self._post(
             "completions",
             {
@@ -237,7 +263,6 @@ class OpenAIBackend:
                 "position for models without a BOS token: use vLLM, or the llama_cpp or hf "
                 "backend"
             )
-        self._echo_checked = True
 
     def _map(
         self,
@@ -248,7 +273,10 @@ class OpenAIBackend:
         """Run `one` over the requests on `concurrency` threads; results in request order."""
         results: list[Res | None] = [None] * len(requests)
         with ThreadPoolExecutor(self._concurrency) as pool:
-            futures = {pool.submit(one, request): i for i, request in enumerate(requests)}
+            futures = {
+                pool.submit(_guarded, one, request, self.base_url): i
+                for i, request in enumerate(requests)
+            }
             try:
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
@@ -260,7 +288,13 @@ class OpenAIBackend:
         return [r for r in results if r is not None]
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | FailedResult:
-        return self._call("POST", f"{self.base_url}/{path}", body)
+        if not self._cache_prompt_field:
+            return self._call("POST", f"{self.base_url}/{path}", body)
+        answer = self._call("POST", f"{self.base_url}/{path}", {**body, "cache_prompt": False})
+        if isinstance(answer, FailedResult) and "cache_prompt" in answer.message:
+            self._cache_prompt_field = False
+            return self._call("POST", f"{self.base_url}/{path}", body)
+        return answer
 
     def _call(
         self, method: str, url: str, body: dict[str, Any] | None = None
@@ -274,8 +308,8 @@ class OpenAIBackend:
             if attempt:
                 time.sleep(_backoff(attempt, retry_after))
             try:
-                response = self._client.request(method, url, json=body)
-            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
+                response = self._request(method, url, body)
+            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout, _Deadline):
                 return FailedResult("timeout", f"no answer from {url} within {self._timeout} s")
             except httpx.TransportError as exc:
                 failure = FailedResult("error", f"cannot reach {url}: {_reason(exc)}")
@@ -302,12 +336,30 @@ class OpenAIBackend:
             return answer
         return failure
 
+    def _request(self, method: str, url: str, body: dict[str, Any] | None) -> httpx.Response:
+        """One HTTP exchange that ends by `timeout` overall: httpx's own timeouts bound each
+        read, so a server trickling a byte a second would otherwise never time out."""
+        deadline = time.monotonic() + self._timeout
+        with self._client.stream(method, url, json=body) as response:
+            chunks = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise _Deadline
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            content=b"".join(chunks),
+            request=response.request,
+        )
+
     def _served_model(self) -> str:
         """The served model's id from GET /models (raises RunFailed if the server is down)."""
         answer = self._call("GET", f"{self.base_url}/models")
         if isinstance(answer, FailedResult):
             raise RunFailed(answer.message)
-        ids = [m.get("id", "") for m in answer.get("data") or []]
+        data = answer.get("data") if isinstance(answer, dict) else None
+        ids = [m.get("id", "") for m in data or [] if isinstance(m, dict)]
         if self.model_name in ids or len(ids) != 1:
             return self.model_name
         return ids[0]
@@ -320,6 +372,19 @@ class OpenAIBackend:
             return str(response.json()["version"]) if response.is_success else None
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return None
+
+
+class _Deadline(Exception):
+    """A request outlived its overall timeout."""
+
+
+def _guarded(one: Callable[[Req], Res], request: Req, base_url: str) -> Res | FailedResult:
+    """Run one request; an answer of the wrong shape (valid JSON, but not what the OpenAI
+    API returns) is that request's typed failure, not a crash of the whole run."""
+    try:
+        return one(request)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        return FailedResult("error", f"server at {base_url} sent a malformed answer ({exc!r:.120})")
 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from regress import __version__
@@ -17,7 +19,8 @@ from regress.cli.quantize import quantize
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="regress")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
+def cli(debug: bool) -> None:
     """Tell, in CI and with statistical honesty, whether a model change made it worse.
 
     \b
@@ -26,6 +29,8 @@ def cli() -> None:
       regress check --baseline main --model candidate.gguf --report-md report.md
     Exit codes: 0 pass, 1 regression, 2 bad input, 3 the run itself failed.
     """
+    if debug:
+        os.environ["REGRESS_DEBUG"] = "1"
 
 
 for command in (eval_command, baseline, check, drift, merge, models, plan, quantize):

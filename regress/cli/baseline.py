@@ -9,11 +9,14 @@ import click
 from rich.table import Table
 
 from regress.cli.common import (
+    cache_folder,
+    command_line,
     data_options,
     data_source,
     handles_errors,
     model_options,
     parse_args,
+    parse_shard,
     run_options,
     run_with_progress,
     stdout,
@@ -24,7 +27,7 @@ from regress.errors import BadInput
 from regress.integrity import check_fit_to_store, record_problems
 from regress.lm_eval_import import read_lm_eval_run
 from regress.models import file_sha256, resolve_model_path
-from regress.runner import suite_specs
+from regress.runner import RunPlan, suite_specs
 from regress.store import Store, check_replaceable, read_run, validate_name, write_run
 
 store_option = click.option(
@@ -92,19 +95,19 @@ def create(
         check_replaceable(save_run)
     if not shard:
         check_replaceable(Store(store).path(name))
-    outcome = run_with_progress(
-        f"baseline {name}",
-        specs,
-        model,
-        spec.backend or backend,
-        {**spec.model_args, **parse_args(model_args)},
-        data_source(data_dir, hf_datasets),
+    plan = RunPlan(
+        specs=tuple(specs),
+        model=model,
+        backend=spec.backend or backend,
+        model_args={**spec.model_args, **parse_args(model_args)},
+        source=data_source(data_dir, hf_datasets),
         name=name,
         suite_name=spec.name,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-        shard=shard,
+        cache_dir=cache_folder(no_cache, cache_dir),
+        shard=parse_shard(shard),
+        command=command_line(),
     )
+    outcome = run_with_progress(f"baseline {name}", plan)
     check_fit_to_store(outcome.run)  # a broken or empty run is never stored
     if save_run:
         write_run(outcome.run, save_run)

@@ -2,67 +2,36 @@
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
 from regress.backends import BACKENDS
-from regress.backends.base import result_params
 from regress.cli.baseline import store_option
 from regress.cli.common import (
+    cache_folder,
+    command_line,
     data_options,
     data_source,
     exit_with,
     handles_errors,
     parse_args,
+    parse_shard,
+    progress_bar,
     run_options,
     run_with_progress,
+    write_report,
 )
-from regress.compare import compare
 from regress.comparison import Comparison
-from regress.errors import BadInput
+from regress.gate import CandidateModel, CheckOptions, Rebaseline, candidate_plan
+from regress.gate import check as gate_check
 from regress.lm_eval_import import read_lm_eval_run
 from regress.manifest import Run
 from regress.policy import load_policy
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
-from regress.runner import Outcome, baseline_specs
 from regress.store import Store, read_run, write_run
-from regress.tasks.base import DataSource
-
-
-def rerun_baseline(
-    label: str,
-    base: Run,
-    model: str,
-    backend: str,
-    model_args: str | None,
-    source: DataSource,
-    *,
-    name: str,
-    **options: Any,
-) -> Outcome:
-    """Rerun exactly the baseline's examples on `model`, behind a progress bar.
-
-    The baseline's result-relevant load parameters carry over when the backend is the same;
-    `model_args` (k=v,...) overrides them. `options` go to `run_with_progress` (cache, shard).
-    """
-    inherited: dict[str, Any] = {}
-    if base.manifest.backend.name == backend:
-        inherited = result_params(base.manifest.backend.params)
-    return run_with_progress(
-        label,
-        baseline_specs(base),
-        model,
-        backend,
-        {**inherited, **parse_args(model_args)},
-        source,
-        name=name,
-        suite_name=base.manifest.suite_name,
-        **options,
-    )
 
 
 @click.command()
@@ -105,6 +74,25 @@ def rerun_baseline(
     is_flag=True,
     help="Allow a candidate on another backend than the baseline (adds real noise).",
 )
+@click.option(
+    "--rebaseline",
+    type=click.Choice([r.value for r in Rebaseline]),
+    default=Rebaseline.AUTO.value,
+    show_default=True,
+    help="Rerun the baseline's pinned model on this machine: auto (when the CPU build's "
+    "kernels differ from the baseline's and the runtime version does not), always, never.",
+)
+@click.option(
+    "--reference-model",
+    default=None,
+    help="Where the baseline's pinned model file is now (default: the reference it recorded).",
+)
+@click.option(
+    "--repeat-check",
+    type=click.IntRange(0),
+    default=0,
+    help="Send N random examples to the candidate again and report its own A/A noise.",
+)
 @data_options
 @store_option
 @run_options
@@ -121,6 +109,9 @@ def check(
     report_json: Path | None,
     allow_mismatch: bool,
     allow_backend_change: bool,
+    rebaseline: str,
+    reference_model: str | None,
+    repeat_check: int,
     data_dir: Path | None,
     hf_datasets: bool,
     store: Path,
@@ -133,7 +124,8 @@ def check(
 
     Reruns exactly the baseline's examples with the same prompts, pairs them example by
     example, runs a one-sided McNemar test per unit (Holm-corrected), applies the policy and
-    writes the reports.
+    writes the reports. When this machine's CPU build differs from the baseline's, the
+    baseline's pinned model is rerun here first (cached) and the candidate gated against it.
 
     \b
     Exit: 0 pass (inconclusive warns), 1 regression, 2 bad input or incompatible baseline,
@@ -152,76 +144,60 @@ def check(
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
     base = Store(store).load(baseline_name)
-    policy = load_policy(policy_path)  # validated before the model runs
-    if candidate_run is not None:
-        result = compare(base, read_run(candidate_run), policy, allow_mismatch=allow_mismatch)
-        emit(result, report_md, report_json)
-        exit_with(result.exit_code)
-        return
-    if candidate_samples is not None:
-        # The user chose these files, so a backend change needs no opt-in; it is still noise.
-        candidate = read_lm_eval_run(candidate_samples, "candidate")
-        result = compare(base, candidate, policy, allow_mismatch=allow_mismatch)
-        theirs, ours = candidate.manifest.backend.name, base.manifest.backend.name
-        if theirs != ours:
-            note = (
-                f"candidate read from lm-eval files ({theirs}), baseline ran on {ours}: part of "
-                "any difference is backend noise, not the model"
-            )
-            result = dataclasses.replace(result, warnings=(note, *result.warnings))
-        emit(result, report_md, report_json)
-        exit_with(result.exit_code)
-        return
-    assert model is not None
-    base_backend = base.manifest.backend.name
-    if backend is None and base_backend not in BACKENDS:
-        raise click.UsageError(
-            f"baseline {baseline_name!r} came from {base_backend}: choose --backend for the "
-            "candidate (with --allow-backend-change)"
-        )
-    chosen = backend or base_backend
-    warnings = []
-    if chosen != base_backend:
-        if not allow_backend_change:
-            raise BadInput(
-                f"baseline {baseline_name!r} ran on {base_backend}, candidate on {chosen}: "
-                "cross-backend log-probs differ (pass --allow-backend-change to compare anyway)"
-            )
-        warnings.append(
-            f"candidate backend {chosen} differs from the baseline's {base_backend}: part of "
-            "any difference is backend noise, not the model"
-        )
-    outcome = rerun_baseline(
-        f"check {model}",
-        base,
-        model,
-        chosen,
-        model_args,
-        data_source(data_dir, hf_datasets),
-        name="candidate",
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-        shard=shard,
+    options = CheckOptions(
+        policy=load_policy(policy_path),  # validated before the model runs
+        source=data_source(data_dir, hf_datasets),
+        cache_dir=cache_folder(no_cache, cache_dir),
+        rebaseline=Rebaseline(rebaseline),
+        reference_model=reference_model,
+        allow_mismatch=allow_mismatch,
+        allow_backend_change=allow_backend_change,
+        repeat_check=repeat_check,
+        command=command_line(),
     )
-    if save_run:
-        write_run(outcome.run, save_run)
-    if shard:
-        click.echo(f"stored shard {shard} of the candidate run -> {save_run}")
-        return
-    result = compare(base, outcome.run, policy, allow_mismatch=allow_mismatch)
-    if warnings:
-        result = dataclasses.replace(result, warnings=(*warnings, *result.warnings))
+    if model is None:
+        result = _check_files(base, candidate_run, candidate_samples, options)
+    else:
+        candidate = CandidateModel(model, backend, parse_args(model_args))
+        if shard:
+            plan, _ = candidate_plan(base, candidate, options)
+            outcome = run_with_progress(f"check {model}", replace(plan, shard=parse_shard(shard)))
+            write_run(outcome.run, save_run)
+            click.echo(f"stored shard {shard} of the candidate run -> {save_run}")
+            return
+        checked = gate_check(base, candidate, options, progress_bar)
+        if save_run:
+            write_run(checked.candidate, save_run)
+        result = checked.comparison
     emit(result, report_md, report_json)
     exit_with(result.exit_code)
+
+
+def _check_files(
+    base: Run, candidate_run: Path | None, samples: Path | None, options: CheckOptions
+) -> Comparison:
+    """Gate a stored run, or an lm-eval run read from its sample files."""
+    if candidate_run is not None:
+        return gate_check(base, read_run(candidate_run), options).comparison
+    assert samples is not None
+    # The user chose these files, so a backend change needs no opt-in; it is still noise.
+    candidate = read_lm_eval_run(samples, "candidate")
+    result = gate_check(base, candidate, options).comparison
+    theirs, ours = candidate.manifest.backend.name, base.manifest.backend.name
+    if theirs == ours:
+        return result
+    note = (
+        f"candidate read from lm-eval files ({theirs}), baseline ran on {ours}: part of "
+        "any difference is backend noise, not the model"
+    )
+    return replace(result, warnings=(note, *result.warnings))
 
 
 def emit(result: Comparison, report_md: Path | None, report_json: Path | None) -> None:
     """Write the reports and print the Markdown summary to stdout."""
     markdown = render_markdown(result)
     if report_md:
-        report_md.parent.mkdir(parents=True, exist_ok=True)
-        report_md.write_text(markdown, encoding="utf-8")
+        write_report(report_md, markdown)
     if report_json:
-        report_json.parent.mkdir(parents=True, exist_ok=True)
-        report_json.write_text(render_json(result), encoding="utf-8")
+        write_report(report_json, render_json(result))
     click.echo(markdown)

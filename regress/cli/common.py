@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,10 +28,10 @@ from rich.progress import (
 from rich.text import Text
 
 from regress.backends import BACKENDS, parse_model_args
-from regress.cache import ResultCache, default_cache_dir
-from regress.engine import Shard, TaskSpec
-from regress.errors import ExitCode, RegressError
-from regress.runner import Outcome, run_specs
+from regress.cache import default_cache_dir
+from regress.engine import Shard
+from regress.errors import BadInput, ExitCode, RegressError
+from regress.runner import Outcome, RunPlan, execute
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
 
@@ -56,8 +58,26 @@ def handles_errors(func: F) -> F:
         except KeyboardInterrupt:
             click.echo("regress: interrupted", err=True)
             sys.exit(130)
+        except (click.ClickException, click.exceptions.Exit, SystemExit):
+            raise
+        except Exception as exc:  # a bug or an unforeseen failure: never exit 1 (regression)
+            if debug_enabled():
+                raise
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            click.echo(
+                f"regress: error: unexpected {type(exc).__name__}: {exc} "
+                f"(at {Path(where.filename).name}:{where.lineno}; REGRESS_DEBUG=1 or --debug "
+                "shows the traceback)",
+                err=True,
+            )
+            sys.exit(int(ExitCode.RUN_FAILED))
 
     return wrapper  # type: ignore[return-value]
+
+
+def debug_enabled() -> bool:
+    """--debug (or REGRESS_DEBUG=1): show tracebacks of unexpected errors."""
+    return os.environ.get("REGRESS_DEBUG", "") not in ("", "0")
 
 
 def model_options(func: F) -> F:
@@ -160,35 +180,10 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, int], None]]:
         yield update
 
 
-def run_with_progress(
-    label: str,
-    specs: Sequence[TaskSpec],
-    model: str,
-    backend: str,
-    model_args: dict[str, Any],
-    source: DataSource,
-    *,
-    name: str,
-    suite_name: str,
-    no_cache: bool = True,
-    cache_dir: Path | None = None,
-    shard: str | None = None,
-) -> Outcome:
-    """`run_specs` behind a progress bar, recording the command line and noting cache reuse."""
+def run_with_progress(label: str, plan: RunPlan) -> Outcome:
+    """Execute `plan` behind a progress bar, noting cache reuse."""
     with progress_bar(label) as progress:
-        outcome = run_specs(
-            specs,
-            model,
-            backend,
-            model_args,
-            source,
-            name=name,
-            suite_name=suite_name,
-            command=command_line(),
-            progress=progress,
-            cache=open_cache(no_cache, cache_dir),
-            shard=parse_shard(shard),
-        )
+        outcome = execute(plan, progress)
     note_cache(outcome.cached)
     return outcome
 
@@ -197,6 +192,15 @@ def note_cache(cached: int) -> None:
     """Say when a run replayed cached results (a resumed or repeated run)."""
     if cached:
         stderr.print(f"reused {cached} cached results (--no-cache recomputes them)")
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write a report file, creating its folder; one clear line when that is impossible."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write the report to {path}: {exc.strerror or exc}") from exc
 
 
 def exit_with(code: ExitCode) -> None:
@@ -232,9 +236,15 @@ def run_options(func: F) -> F:
     )(func)
 
 
-def open_cache(no_cache: bool, cache_dir: Path | None) -> ResultCache | None:
-    """The result cache the run options ask for, or None."""
-    return None if no_cache else ResultCache(cache_dir or default_cache_dir())
+def cache_folder(no_cache: bool, cache_dir: Path | None) -> Path | None:
+    """The result cache folder the run options ask for, or None.
+
+    --cache-dir moves every cache of the process there (GGUF header facts and dequantised
+    models too), so a CI cache of that one folder holds all of them.
+    """
+    if cache_dir is not None:
+        os.environ["REGRESS_CACHE_DIR"] = str(cache_dir)
+    return None if no_cache else default_cache_dir()
 
 
 def parse_shard(text: str | None) -> Shard | None:

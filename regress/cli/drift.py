@@ -7,16 +7,20 @@ from pathlib import Path
 import click
 
 from regress.cli.baseline import store_option
-from regress.cli.check import rerun_baseline
 from regress.cli.common import (
+    command_line,
     data_options,
     data_source,
     exit_with,
     handles_errors,
+    parse_args,
+    progress_bar,
+    write_report,
 )
-from regress.drift import drift_report, parse_age, render_drift_json, render_drift_markdown
-from regress.errors import BadInput
-from regress.models import file_sha256, resolve_model_path
+from regress.drift import parse_age, render_drift_json, render_drift_markdown
+from regress.gate import DriftOptions
+from regress.gate import check_drift
+from regress.policy import load_policy
 from regress.store import Store
 
 
@@ -39,6 +43,13 @@ from regress.store import Store
     default=None,
     help="Override a setting (e.g. n_ctx=512) to see whether it moves results.",
 )
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Policy YAML: alpha and correction for the noise tests (default: built-in).",
+)
 @click.option("--report-md", type=click.Path(path_type=Path))
 @click.option("--report-json", type=click.Path(path_type=Path))
 @data_options
@@ -49,6 +60,7 @@ def drift(
     max_age: str,
     model: str | None,
     model_args: str | None,
+    policy_path: Path | None,
     report_md: Path | None,
     report_json: Path | None,
     data_dir: Path | None,
@@ -57,41 +69,27 @@ def drift(
 ) -> None:
     """Check that a pinned model still gives its baseline's answers with today's runtime.
 
-    Verifies the model file's sha256 (exit 2 if it changed), reruns without the result cache,
-    and reports flips, log-prob movement and what changed: library versions, CPU and llama.cpp
-    build features, settings.
+    Reruns without the result cache, names the cause of any difference (the model file, the
+    runtime or a setting, the CPU build, nothing) and tests the paired answers against the
+    measured noise of that cause: another CPU build that moves a few answers is STABLE.
 
     \b
-    Exit: 0 no answer changed (log-prob movement only warns), 1 answers changed (drift),
-          2 model file swapped or bad input, 3 the run failed.
+    Exit: 0 stable (log-prob movement alone only warns), 1 drift (the pinned file changed,
+          or answers moved beyond the cause's noise), 2 bad input, 3 the run failed.
     """
-    age = parse_age(max_age)
-    base = Store(store).load(baseline_name)
-    pinned = base.manifest.model
-    ref = model or pinned.ref
-    path = resolve_model_path(ref)
-    actual = file_sha256(path) if path.is_file() else None
-    if pinned.sha256 and actual != pinned.sha256:
-        raise BadInput(
-            f"model {ref} has sha256 {str(actual)[:12]}, baseline {baseline_name!r} pinned "
-            f"{pinned.sha256[:12]}: the model file changed, this is not a drift check"
-        )
-    backend = base.manifest.backend.name
-    outcome = rerun_baseline(
-        f"drift {baseline_name}",
-        base,
-        ref,
-        backend,
-        model_args,
-        data_source(data_dir, hf_datasets),
-        name="drift",
-        no_cache=True,
+    options = DriftOptions(
+        policy=load_policy(policy_path),
+        source=data_source(data_dir, hf_datasets),
+        max_age=parse_age(max_age),
+        model=model,
+        model_args=parse_args(model_args),
+        command=command_line(),
     )
-    report = drift_report(base, outcome.run, age)
+    report = check_drift(Store(store).load(baseline_name), options, progress_bar)
     markdown = render_drift_markdown(report)
     if report_md:
-        report_md.write_text(markdown, encoding="utf-8")
+        write_report(report_md, markdown)
     if report_json:
-        report_json.write_text(render_drift_json(report), encoding="utf-8")
+        write_report(report_json, render_drift_json(report))
     click.echo(markdown)
     exit_with(report.exit_code)

@@ -8,11 +8,14 @@ import click
 from rich.table import Table
 
 from regress.cli.common import (
+    cache_folder,
+    command_line,
     data_options,
     data_source,
     handles_errors,
     model_options,
     parse_args,
+    parse_shard,
     run_options,
     run_with_progress,
     stdout,
@@ -21,7 +24,7 @@ from regress.config import inline_suite, load_suite
 from regress.engine import TaskRun
 from regress.integrity import check_fit_to_store
 from regress.report.lm_eval import group_metrics, write_lm_eval
-from regress.runner import suite_specs
+from regress.runner import RunPlan, suite_specs
 from regress.store import check_replaceable, write_run
 
 
@@ -68,20 +71,21 @@ def eval_command(
     specs = suite_specs(spec)
     if save_run:
         check_replaceable(save_run)  # before the run, not after it
+
     source = data_source(data_dir, hf_datasets)
-    outcome = run_with_progress(
-        f"eval {model}",
-        specs,
-        model,
-        spec.backend or backend,
-        args,
-        source,
+    plan = RunPlan(
+        specs=tuple(specs),
+        model=model,
+        backend=spec.backend or backend,
+        model_args=args,
+        source=source,
         name="eval",
         suite_name=spec.name,
-        no_cache=no_cache,
-        cache_dir=cache_dir,
-        shard=shard,
+        cache_dir=cache_folder(no_cache, cache_dir),
+        shard=parse_shard(shard),
+        command=command_line(),
     )
+    outcome = run_with_progress(f"eval {model}", plan)
     stdout().print(results_table(outcome.task_runs))
     check_fit_to_store(outcome.run)  # a broken or empty run writes no result files
     if save_run:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from regress.comparison import Comparison, Flip, UnitKind, UnitResult, Verdict
+from regress.comparison import (
+    Comparison,
+    Flip,
+    HardwareAction,
+    UnitKind,
+    UnitResult,
+    Verdict,
+)
 from regress.rules import Rule
 
 MARKER = "<!-- regress-report -->"
@@ -322,17 +329,61 @@ def _failures(units: Sequence[UnitResult]) -> str:
 
 
 def _models(comparison: Comparison) -> str:
-    sides = (comparison.baseline, comparison.candidate)
+    """Every side's model and runtime, side by side; the hardware path says why floats differ."""
+    hardware = comparison.hardware
+    named = [("baseline", comparison.baseline), ("candidate", comparison.candidate)]
+    if hardware is not None and hardware.stored is not None:
+        named = [("stored baseline", hardware.stored), ("baseline rerun here", named[0][1])]
+        named.append(("candidate", comparison.candidate))
+    sides = [side for _, side in named]
     rows = [
         ["run", *(s.run for s in sides)],
         ["model", *(f"`{s.model}`" for s in sides)],
         ["sha256", *(f"`{s.sha256[:12]}`" for s in sides)],
         ["quantization", *(s.quantization or "–" for s in sides)],
         ["backend", *(f"{s.backend} {s.backend_version}" for s in sides)],
+        ["libraries", *(_params(s.libraries) or "–" for s in sides)],
         ["params", *(_params(s.params) for s in sides)],
+        ["CPU build kernels", *(f"`{s.kernels}`" if s.kernels else "–" for s in sides)],
+        ["CPU", *(f"{s.cpu}, {s.threads} threads" if s.threads else s.cpu or "–" for s in sides)],
         ["created", *(s.created for s in sides)],
     ]
-    return "### Models\n\n" + _table(["", "baseline", "candidate"], rows, ["---", "---", "---"])
+    header = ["", *(name for name, _ in named)]
+    table = _table(header, rows, ["---"] * len(header))
+    return "\n\n".join(p for p in ("### Models\n\n" + table, _hardware(comparison)) if p)
+
+
+def _hardware(comparison: Comparison) -> str:
+    """What the hardware difference is, what was done about it, and what it cost."""
+    hardware, lines = comparison.hardware, []
+    if hardware is None or not hardware.differences:
+        if comparison.repeatability is None:
+            return ""
+    else:
+        lines += [f"- {d}" for d in hardware.differences]
+        if hardware.action is HardwareAction.RERAN:
+            kl = _number(hardware.kl_divergence)
+            lines.append(
+                f"- **Gated against the baseline's model rerun on this machine.** Hardware "
+                f"drift of that rerun from the stored baseline: {hardware.flips} of "
+                f"{hardware.n} answers changed, mean KL over the choices {kl}."
+            )
+        elif hardware.action is HardwareAction.STORED:
+            lines.append("- Gated against the stored records: part of any change is hardware.")
+        else:
+            lines.append(
+                "- Same CPU build kernels as the baseline: its records are what this machine "
+                "computes."
+            )
+        if hardware.typical:
+            lines.append(f"- Typical cost of such a difference, {hardware.typical}.")
+    repeat = comparison.repeatability
+    if repeat is not None:
+        lines.append(
+            f"- Candidate A/A check: {repeat.n} examples sent again, {repeat.changed} answers "
+            f"changed, largest |Δ log-likelihood| {repeat.max_abs_logprob_delta:.3g}."
+        )
+    return "### Hardware and repeatability\n\n" + "\n".join(lines)
 
 
 def _policy(comparison: Comparison) -> str:

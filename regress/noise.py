@@ -1,0 +1,62 @@
+"""Measured noise floors: how far answers move when nothing but the runtime changes.
+
+A gate that alarms on runtime noise is a gate people learn to ignore, so `regress drift`
+judges a change against the noise of its cause, and reports say what a hardware difference
+typically costs. The figures come from `bench/noise_floor.py` (README, "Noise floors"); each
+`flips` is the largest share of answers changed over the models and suites measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Cause(StrEnum):
+    """What differs between a baseline and a rerun of the same pinned model."""
+
+    NOTHING = "nothing"
+    """Same model file, runtime and CPU build: reruns are byte-identical."""
+    HARDWARE = "hardware"
+    """Same runtime version, another CPU build (AVX2 vs AVX-512 kernels)."""
+    RUNTIME = "runtime"
+    """Another backend or library version (llama-cpp-python, transformers, torch)."""
+    MODEL = "model"
+    """The pinned model file itself changed (another sha256)."""
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """The answer movement one cause produced when measured."""
+
+    flips: float
+    """Largest share of answers whose right/wrong outcome changed."""
+    kl_divergence: float
+    """Largest mean KL divergence over the choices."""
+    source: str
+    """Where and how it was measured."""
+
+
+NOISE_FLOORS: dict[Cause, NoiseFloor] = {
+    Cause.NOTHING: NoiseFloor(0.0, 0.0, "reruns, threads 1 vs 2, n_batch 512 vs 64: identical"),
+    Cause.HARDWARE: NoiseFloor(
+        0.04,
+        0.003,
+        "llama.cpp AVX2 vs AVX-512 builds of one version, SmolLM2 and Gemma 3, proxy suite",
+    ),
+    Cause.RUNTIME: NoiseFloor(
+        0.04,
+        0.003,
+        "taken as the CPU-build floor: a library upgrade changes kernels the same way",
+    ),
+}
+"""`Cause.MODEL` has no floor: a changed pinned file is always drift."""
+
+
+def typical(cause: Cause) -> str:
+    """One sentence a report shows next to a runtime difference."""
+    floor = NOISE_FLOORS[cause]
+    return (
+        f"measured: up to {floor.flips:.1%} of answers change and mean KL over the choices up "
+        f"to {floor.kl_divergence:.3g} ({floor.source})"
+    )
