@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -20,8 +19,8 @@ from pathlib import Path
 from regress.backends import dispatch
 from regress.backends.base import Backend, Progress
 from regress.errors import BadInput
-from regress.models import cache_root
 from regress.fingerprint import RuntimeFingerprint
+from regress.models import cache_root
 from regress.requests import (
     AnyResult,
     FailedResult,

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence

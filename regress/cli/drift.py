@@ -18,8 +18,7 @@ from regress.cli.common import (
     write_report,
 )
 from regress.drift import parse_age, render_drift_json, render_drift_markdown
-from regress.gate import DriftOptions
-from regress.gate import check_drift
+from regress.gate import DriftOptions, check_drift
 from regress.policy import load_policy
 from regress.store import Store
 
