@@ -6,8 +6,7 @@ Normal approximations to the tests in `regress.stats`, each checked by simulatio
   drop beyond max_drop, two conditions on nearly the same statistic, so the power is the
   smaller of the two probabilities;
 - accuracy, `margin` rule: Tango's score test at Δ = -max_drop, whose null variance comes
-  from the constrained maximum-likelihood cell probabilities (Liu et al. 2002, Stat Med
-  21:1001);
+  from the constrained maximum-likelihood cell probabilities (Tango 1998, Stat Med 17:891);
 - scores and corpus log-ratios: a shift of a normal estimate with a known standard error.
 
 A drop δ needs at least δ of the examples to flip, so every plan uses the discordance

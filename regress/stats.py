@@ -74,7 +74,7 @@ def margin_pvalue(b: ArrayLike, c: ArrayLike, n: ArrayLike, margin: float) -> fl
 
     Small when c - b lies far below -margin * n. At margin 0 it is the asymptotic McNemar
     test. This is what the `margin` rule tests, so alpha bounds the chance of a REGRESSION
-    for every drop up to the margin (Tango 1998; Liu et al. 2002, Stat Med 21:1001).
+    for every drop up to the margin (Tango 1998, who proposed it for non-inferiority).
     """
     return _scalar_or_array(sps.norm.cdf(tango_score(-margin, b, c, n)))
 
