@@ -235,14 +235,19 @@ def test_nan_model_run_is_refused_and_not_stored(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nan.gguf"]
 
 
-def test_run_with_failed_examples_is_refused_and_not_stored(tmp_path: Path) -> None:
+def test_run_with_failed_examples_is_refused_and_not_stored(tmp_path: Path, data_dir: Path) -> None:
+    # In a 16-token context no GSM8K prompt leaves room to generate: every example fails.
     code, text = run(
-        "baseline", "create", "--name", "tiny", "-m", "smollm2-135m", "-t", "builtin_dates",
-        "--limit", "5", "--model-args", "n_ctx=1", "--no-cache", "--store", str(tmp_path / "s"),
+        "baseline", "create", "--name", "tiny", "-m", "smollm2-135m", "-t", "gsm8k", "-k", "0",
+        "--limit", "5", "--model-args", "n_ctx=16", "--no-cache", "--store", str(tmp_path / "s"),
+        "--data-dir", str(data_dir),
     )  # fmt: skip
     assert code == ExitCode.RUN_FAILED, text
-    assert "examples failed (> max_error_rate 0.05)" in text and "not stored" in text
-    assert not (tmp_path / "s" / "tiny").exists()
+    assert text.splitlines()[-1] == (
+        "regress: error: task gsm8k: 5 of 5 examples failed (> max_error_rate 0.05), first: "
+        "doc 0 truncated: prompt of 70 tokens + 256 new exceeds n_ctx 16; not stored"
+    )
+    assert not (tmp_path / "s").exists()
 
 
 def test_suite_selecting_no_examples_is_refused(tmp_path: Path) -> None:
@@ -268,3 +273,40 @@ def test_quantized_file_mode_follows_the_umask(tmp_path: Path, smollm2_path: Pat
     assert code == 0, text
     assert stat.S_IMODE((tmp_path / "q").stat().st_mode) == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["q"]
+
+
+# --- 4: places that cannot take a cache or a report ----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["a file", "a corrupt database"])
+def test_cache_dir_that_cannot_hold_a_cache(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --cache-dir sets $REGRESS_CACHE_DIR for the process: restored after this test.
+    monkeypatch.setenv("REGRESS_CACHE_DIR", str(tmp_path / "default-cache"))
+    cache = tmp_path / "cache"
+    if kind == "a file":
+        cache.write_text("x\n")
+    else:
+        cache.mkdir()
+        (cache / "results.sqlite").write_bytes(b"this is not an sqlite database\n" * 200)
+    code, text = run(
+        "eval", "-m", "smollm2-135m", "-t", "builtin_dates", "--limit", "2",
+        "--cache-dir", str(cache),
+    )  # fmt: skip
+    # The progress bar may have drawn its line first: the error is the one line after it.
+    assert code in (ExitCode.BAD_INPUT, ExitCode.RUN_FAILED) and "Traceback" not in text, text
+    assert text.splitlines()[-1].startswith("regress: error: ")
+
+
+def test_report_md_that_is_a_folder(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "report.md"
+    folder.mkdir()
+    baseline = str(REPO / "baselines" / "main")
+    code, text = run(
+        "check", "-b", "main", "--store", str(store), "--candidate-run", baseline,
+        "--report-md", str(folder),
+    )  # fmt: skip
+    assert code in (ExitCode.BAD_INPUT, ExitCode.RUN_FAILED), text
+    assert text.splitlines()[-1].startswith("regress: error: ") and "Traceback" not in text
+    assert list(folder.iterdir()) == []
