@@ -310,3 +310,15 @@ def test_report_md_that_is_a_folder(tmp_path: Path, store: Path) -> None:
     assert code in (ExitCode.BAD_INPUT, ExitCode.RUN_FAILED), text
     assert text.splitlines()[-1].startswith("regress: error: ") and "Traceback" not in text
     assert list(folder.iterdir()) == []
+
+
+def test_policy_file_that_is_not_utf8(tmp_path: Path, store: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_bytes(b"alpha: 0.05\n# r\xe9sum\xe9\n")
+    baseline = str(REPO / "baselines" / "main")
+    code, text = run(
+        "check", "-b", "main", "--store", str(store), "--candidate-run", baseline,
+        "--policy", str(policy),
+    )  # fmt: skip
+    assert code in (ExitCode.BAD_INPUT, ExitCode.RUN_FAILED) and one_line_error(text), text
+    assert "policy.yaml" in text or "UnicodeDecodeError" in text
