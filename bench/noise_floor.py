@@ -1,21 +1,21 @@
 """Noise floors: how many answers move when nothing but the runtime changes (README table).
 
     .venv/bin/python bench/noise_floor.py [--models smollm2-135m,gemma3-270m] [--per-task 100]
-        [--other-python /path/to/venv-avx2/bin/python] [--configs a,b,c,d,f,g,h]
+        [--per-subject 1] [--other-python /path/to/other-venv/bin/python] [--configs a,b,c,d,f,g]
 
 Each configuration is a pair of runs of the same model file over the same examples: the
-proxy suite (`suites/proxy.yaml`) with every task capped at --per-task examples (MMLU: one
-question per subject per 57 at --per-task 57 or more, else fewer subjects are not dropped:
-the cap applies per subject as the suite's own limit does). Runs go one after the other
-through `regress eval --save-run` (no result cache), and each pair is compared with the
+proxy suite (`suites/proxy.yaml`) with ARC-Easy, PIQA and BoolQ capped at --per-task examples
+and MMLU (5-shot) at --per-subject questions for each of its 57 subjects. Runs go one after
+the other through `regress eval --save-run` (no result cache), and each pair is compared with the
 gate's own pairing: the share of examples whose right/wrong outcome changed, and the mean KL
 divergence over the choices.
 
   a  the same run twice                  b  threads 1 vs 2
   c  n_batch 512 vs 64                   d  this venv's llama.cpp build vs --other-python's
   f  llama.cpp vs transformers (GGUF dequantised to float32)
-  g  transformers batch_size 1 vs auto   h  llama_cpp.server, answers with prompt caching on
-                                            vs a fresh server per request batch (40 examples)
+  g  transformers batch_size 1 vs auto
+(e) the Action's portable build vs a native one is (d) when --other-python holds the native
+build; (h) llama_cpp.server cannot turn its prompt cache off, see README.
 
 Prints the CPU flags (llama.cpp system info of each build) above the table.
 """
@@ -54,12 +54,13 @@ class Side:
     python: str = sys.executable
 
 
-def suite_file(per_task: int, folder: Path) -> Path:
-    """The proxy suite with every task capped at `per_task` examples."""
+def suite_file(per_task: int, per_subject: int, folder: Path) -> Path:
+    """The proxy suite with every task capped at `per_task` examples (MMLU: `per_subject`
+    questions for each of its 57 subjects)."""
     suite = yaml.safe_load((REPO / "suites" / "proxy.yaml").read_text())
     for entry in suite["tasks"]:
-        if entry["task"] != "mmlu":
-            entry["limit"] = min(entry.get("limit", per_task), per_task)
+        cap = per_subject if entry["task"] == "mmlu" else per_task
+        entry["limit"] = min(entry.get("limit", cap), cap)
     suite["name"] = f"proxy-{per_task}"
     path = folder / "suite.yaml"
     path.write_text(yaml.safe_dump(suite))
@@ -98,7 +99,7 @@ def system_info(python: str) -> str:
 
 def pairs(configs: list[str], other: str | None) -> list[tuple[str, Side, Side]]:
     """The two sides of each chosen configuration."""
-    native = Side("llama.cpp")
+    native, hf = Side("llama.cpp"), Side("hf", "hf")
     table = {
         "a": ("same run twice", native, Side("llama.cpp again")),
         "b": (
@@ -112,12 +113,8 @@ def pairs(configs: list[str], other: str | None) -> list[tuple[str, Side, Side]]
             native,
             Side("other", python=other or ""),
         ),
-        "f": ("llama.cpp vs transformers", native, Side("hf", "hf")),
-        "g": (
-            "transformers batch 1 vs auto",
-            Side("hf1", "hf"),
-            Side("hfauto", "hf", "batch_size=auto"),
-        ),
+        "f": ("llama.cpp vs transformers", native, hf),
+        "g": ("transformers batch 1 vs auto", hf, Side("hfauto", "hf", "batch_size=auto")),
     }
     chosen = []
     for key in configs:
@@ -133,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="smollm2-135m,gemma3-270m")
     parser.add_argument("--per-task", type=int, default=100)
+    parser.add_argument("--per-subject", type=int, default=1, help="MMLU questions per subject")
     parser.add_argument("--other-python", default=None)
     parser.add_argument("--configs", default="a,b,c,d,f,g")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows here.")
@@ -143,7 +141,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        suite = suite_file(args.per_task, folder)
+        suite = suite_file(args.per_task, args.per_subject, folder)
         for model in args.models.split(","):
             cache: dict[Side, tuple[Run, float]] = {}
             for key, label, left, right in pairs(args.configs.split(","), args.other_python):

@@ -127,10 +127,13 @@ def model_info(ref: str) -> ModelInfo:
     if cached.is_file():
         return dataclasses.replace(ModelInfo(**json.loads(cached.read_text())), ref=ref)
     info = _gguf_info(ref, path, sha)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(dataclasses.asdict(info)))
-    os.replace(tmp, cached)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(info)))
+        os.replace(tmp, cached)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run a header parse
     return info
 
 

@@ -138,6 +138,8 @@ def load_policy(path: str | Path | None) -> Policy:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"policy file {path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"policy file {path}: not UTF-8 text (byte {exc.start})") from exc
     try:
         data = safe_yaml.load(text)  # bounded: no alias bomb, no oversized file
     except yaml.YAMLError as exc:

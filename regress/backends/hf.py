@@ -99,7 +99,7 @@ class HFBackend:
                 f"hf: batch_size must be a positive integer or 'auto', got {batch_size!r}"
             )
         if max_length is not None:
-            setting("max_length", max_length, int, 16)
+            setting("max_length", max_length, int, 2)
         if threads is not None:
             torch.set_num_threads(setting("threads", threads, int, 1))
         # CPU kernels are deterministic already; this warns if one that is not gets used.

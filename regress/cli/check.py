@@ -31,7 +31,7 @@ from regress.manifest import Run
 from regress.policy import load_policy
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
-from regress.store import Store, read_run, write_run
+from regress.store import Store, check_replaceable, read_run, write_run
 
 
 @click.command()
@@ -143,6 +143,8 @@ def check(
         )
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
+    if save_run:
+        check_replaceable(save_run)  # before the model runs, not after
     base = Store(store).load(baseline_name)
     options = CheckOptions(
         policy=load_policy(policy_path),  # validated before the model runs

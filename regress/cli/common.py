@@ -243,6 +243,8 @@ def cache_folder(no_cache: bool, cache_dir: Path | None) -> Path | None:
     models too), so a CI cache of that one folder holds all of them.
     """
     if cache_dir is not None:
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise BadInput(f"result cache {cache_dir}: not a folder (choose another --cache-dir)")
         os.environ["REGRESS_CACHE_DIR"] = str(cache_dir)
     return None if no_cache else default_cache_dir()
 
