@@ -46,7 +46,11 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m")
     args = parser.parse_args()
     info = subprocess.run(
-        [sys.executable, "-c", "import llama_cpp; print(llama_cpp.llama_print_system_info())"],
+        [
+            sys.executable,
+            "-c",
+            "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())",
+        ],
         capture_output=True,
         text=True,
     ).stdout.strip()
