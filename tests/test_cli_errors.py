@@ -74,3 +74,15 @@ def test_backend_settings_are_checked_before_they_reach_llama_cpp(args: str, mes
     result = CliRunner().invoke(cli, [*command, "--no-cache", "--model-args", args])
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert message in result.output
+
+
+def test_a_report_path_that_is_a_folder_is_bad_input(tmp_path) -> None:
+    # Gating the committed baseline against itself runs no model.
+    baselines = str(REPO / "baselines")
+    result = CliRunner().invoke(
+        cli,
+        ["check", "-b", "main", "--store", baselines, "--candidate-run", baselines + "/main"]
+        + ["--report-md", str(tmp_path)],
+    )
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert f"cannot write the report to {tmp_path}" in result.output
