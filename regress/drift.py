@@ -232,7 +232,8 @@ def _verdict(
 ) -> tuple[DriftVerdict, str]:
     flips = sum(t.flips for t in tasks)
     n = sum(t.n for t in tasks)
-    moved = f"{flips} of {n} answers changed"
+    outcomes = sum(u.b + u.c for u in units)
+    moved = f"{flips} of {n} answers changed ({outcomes} right/wrong outcomes in gated units)"
     if cause is Cause.MODEL:
         return DriftVerdict.DRIFT, f"the pinned model file changed; {moved}"
     if cause is Cause.NOTHING:
