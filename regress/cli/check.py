@@ -18,6 +18,7 @@ from regress.cli.common import (
     handles_errors,
     parse_args,
     parse_shard,
+    policy_option,
     progress_bar,
     run_options,
     run_with_progress,
@@ -52,13 +53,7 @@ from regress.store import Store, check_replaceable, read_run, write_run
     "--backend", type=click.Choice(BACKENDS), default=None, help="Default: the baseline's backend."
 )
 @click.option("--model-args", default=None, help="k=v,... (default: the baseline's n_ctx etc.).")
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Policy YAML (alpha, correction, test, max_drop, ...). Default: built-in.",
-)
+@policy_option("Policy YAML (alpha, correction, test, max_drop, ...). Default: built-in.")
 @click.option(
     "--report-md", type=click.Path(path_type=Path), help="Write the Markdown report here."
 )

@@ -104,6 +104,13 @@ def model_options(func: F) -> F:
     )(func)
 
 
+def policy_option(help_text: str) -> Callable[[F], F]:
+    """--policy FILE (read by `regress.policy.load_policy`; default: the built-in policy)."""
+    return click.option(
+        "--policy", "policy_path", type=click.Path(path_type=Path), default=None, help=help_text
+    )
+
+
 def data_options(func: F) -> F:
     """--data-dir and --hf-datasets: where benchmark files come from."""
     func = click.option(

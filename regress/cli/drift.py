@@ -14,6 +14,7 @@ from regress.cli.common import (
     exit_with,
     handles_errors,
     parse_args,
+    policy_option,
     progress_bar,
     write_report,
 )
@@ -42,13 +43,7 @@ from regress.store import Store
     default=None,
     help="Override a setting (e.g. n_ctx=512) to see whether it moves results.",
 )
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Policy YAML: alpha and correction for the noise tests (default: built-in).",
-)
+@policy_option("Policy YAML: alpha and correction for the noise tests (default: built-in).")
 @click.option("--report-md", type=click.Path(path_type=Path))
 @click.option("--report-json", type=click.Path(path_type=Path))
 @data_options

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from regress.baseline_plan import FACTS_DISCORDANCE, UnitPlan, plan_baseline
-from regress.cli.common import handles_errors
+from regress.cli.common import handles_errors, policy_option
 from regress.planning import accuracy_n
 from regress.policy import load_policy
 from regress.rules import Rule
@@ -64,12 +64,8 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
     show_default=True,
     help="Folder holding the baselines.",
 )
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="With --baseline: the policy's rule, thresholds, alpha and power (default: built-in).",
+@policy_option(
+    "With --baseline: the policy's rule, thresholds, alpha and power (default: built-in)."
 )
 @handles_errors
 def plan(
