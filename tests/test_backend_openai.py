@@ -9,6 +9,7 @@ A small local stub answers only the error paths a real server cannot be made to 
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import shutil
@@ -287,6 +288,8 @@ class _Stub(BaseHTTPRequestHandler):
     authorization: str | None = None
     trickle = False
     """Send the headers, then the body a byte every 0.2 s."""
+    gzip = False
+    """Send every body gzip-encoded, as servers behind a proxy do."""
     answer: dict | None = None
     """Answer every completion with this instead."""
     reject_cache_prompt = False
@@ -324,6 +327,8 @@ class _Stub(BaseHTTPRequestHandler):
 
     def _send(self, code: int, body: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
+        if type(self).gzip:
+            data, headers = gzip.compress(data), {**(headers or {}), "Content-Encoding": "gzip"}
         self.send_response(code)
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -391,6 +396,14 @@ def test_a_trickling_answer_times_out_as_a_whole() -> None:
         (result,) = backend.generate([GenerateRequest("Hi", max_tokens=4)])
         assert isinstance(result, FailedResult) and result.status == "timeout"
         assert time.monotonic() - start < 3.0
+
+
+def test_a_gzip_encoded_answer_is_decoded_once() -> None:
+    with _stub(gzip=True) as (url, _):
+        backend = OpenAIBackend("m", base_url=url, chat=False)
+        assert backend.served_model == "stub-model"
+        (result,) = backend.generate([GenerateRequest("Hi", max_tokens=4)])
+        assert result.text == " Paris"
 
 
 def test_an_answer_of_the_wrong_shape_is_a_typed_failure() -> None:

@@ -341,8 +341,8 @@ class OpenAIBackend:
         read, so a server trickling a byte a second would otherwise never time out."""
         deadline = time.monotonic() + self._timeout
         with self._client.stream(method, url, json=body) as response:
-            chunks = []
-            for chunk in response.iter_bytes():
+            chunks = []  # raw bytes: the rebuilt response decodes them once, by its headers
+            for chunk in response.iter_raw():
                 chunks.append(chunk)
                 if time.monotonic() > deadline:
                     raise _Deadline
