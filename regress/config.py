@@ -8,6 +8,8 @@ tasks:
   - arc_easy              # a bare name: all documents, default shots
   - {task: mmlu, num_fewshot: 5, limit: 10}   # limit applies per MMLU subject
   - {task: boolq, docs: [0, 5, 9]}            # an explicit subset
+  - tasks/support_faq.yaml                    # an lm-eval task YAML (path from this file)
+  - golden/must_pass.jsonl                    # a golden set
 backend: llama_cpp
 model_args: {n_ctx: 2048}
 ```
@@ -26,6 +28,8 @@ from regress.errors import BadInput
 
 _SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args"}
 _TASK_KEYS = {"task", "num_fewshot", "limit", "docs"}
+TASK_FILE_SUFFIXES = (".yaml", ".yml", ".jsonl")
+"""A `tasks:` entry ending so names a task YAML file or a golden set, not a task."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,14 @@ class Suite:
     tasks: tuple[TaskEntry, ...]
     backend: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
+
+    def task_files(self) -> list[Path]:
+        """Entries that name a task YAML file (resolved against the suite file)."""
+        return [Path(e.task) for e in self.tasks if e.task.endswith((".yaml", ".yml"))]
+
+    def golden_files(self) -> list[Path]:
+        """Entries that name a golden set (.jsonl)."""
+        return [Path(e.task) for e in self.tasks if e.task.endswith(".jsonl")]
 
 
 def _show(value: Any) -> str:
@@ -113,9 +125,12 @@ def load_suite(path: Path) -> Suite:
         docs = item.get("docs")
         if docs is not None and not (isinstance(docs, list) and docs):
             raise BadInput(f"{where}: `docs` must be a non-empty list of document indices")
+        name = _str(item["task"], f"{where}.task")
+        if name.endswith(TASK_FILE_SUFFIXES):
+            name = str((path.parent / Path(name).expanduser()).resolve())
         entries.append(
             TaskEntry(
-                task=_str(item["task"], f"{where}.task"),
+                task=name,
                 num_fewshot=None if shots is None else _int(shots, f"{where}.num_fewshot"),
                 limit=None if limit is None else _int(limit, f"{where}.limit", 1),
                 docs=None if docs is None else tuple(_int(d, f"{where}.docs") for d in docs),

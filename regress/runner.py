@@ -24,8 +24,8 @@ from regress.errors import BadInput
 from regress.fingerprint import result_params
 from regress.manifest import Manifest, ModelInfo, Run
 from regress.models import model_info
-from regress.tasks import get_tasks
 from regress.tasks.base import DataSource
+from regress.tasks.catalog import BUILTIN, TaskCatalog
 
 _LIBRARIES = ("llama_cpp_python", "transformers", "torch", "numpy", "gguf", "lm_eval")
 
@@ -58,11 +58,12 @@ def _cpu_name() -> str:
     return platform.processor()
 
 
-def suite_specs(suite: Suite) -> list[TaskSpec]:
-    """Expand a suite's entries (groups included) into one spec per task."""
+def suite_specs(suite: Suite, catalog: TaskCatalog = BUILTIN) -> list[TaskSpec]:
+    """Expand a suite's entries (groups and task files included) into one spec per task;
+    `catalog` adds the user's own tasks (task YAML, golden sets) to the built-in ones."""
     specs: dict[str, TaskSpec] = {}
     for entry in suite.tasks:
-        tasks = get_tasks([entry.task])
+        tasks = catalog.get([entry.task])
         if entry.docs is not None and len(tasks) > 1:
             raise BadInput(
                 f"suite {suite.name}: `docs` needs a single task, {entry.task} is a group"
@@ -72,9 +73,17 @@ def suite_specs(suite: Suite) -> list[TaskSpec]:
     return list(specs.values())
 
 
-def baseline_specs(baseline: Run) -> list[TaskSpec]:
+def baseline_specs(baseline: Run, catalog: TaskCatalog = BUILTIN) -> list[TaskSpec]:
     """Specs that rerun exactly a baseline's examples with the same shots."""
-    tasks = {t.name: t for t in get_tasks(sorted(baseline.manifest.tasks))}
+    known = set(catalog.names())
+    missing = sorted(name for name in baseline.manifest.tasks if name not in known)
+    if missing:
+        raise BadInput(
+            f"baseline {baseline.manifest.name!r} has task(s) {', '.join(missing[:5])} that are "
+            "not built in: pass the same --include-path / --golden as when it was made "
+            f"(it was made by: {baseline.manifest.command or 'unknown'})"
+        )
+    tasks = {t.name: t for t in catalog.get(sorted(baseline.manifest.tasks))}
     return [
         TaskSpec(
             tasks[name],
@@ -111,18 +120,21 @@ class RunPlan:
     """The command line that asked for the run, recorded in the manifest."""
 
 
-def plan_rerun(baseline: Run, model: str, backend: str, **changes: Any) -> RunPlan:
+def plan_rerun(
+    baseline: Run, model: str, backend: str, tasks: TaskCatalog = BUILTIN, **changes: Any
+) -> RunPlan:
     """A plan that reruns exactly `baseline`'s examples (same shots) on `model`.
 
     The baseline's result-relevant settings carry over when the backend is the same; a
-    `model_args` given in `changes` overrides them key by key.
+    `model_args` given in `changes` overrides them key by key. `tasks` is the catalog the
+    baseline's task names are found in (the user's task YAML and golden sets).
     """
     inherited: dict[str, Any] = {}
     if baseline.manifest.backend.name == backend:
         inherited = result_params(baseline.manifest.backend.params)
     model_args = {**inherited, **dict(changes.pop("model_args", {}))}
     return RunPlan(
-        specs=tuple(baseline_specs(baseline)),
+        specs=tuple(baseline_specs(baseline, tasks)),
         model=model,
         backend=backend,
         model_args=model_args,

@@ -31,12 +31,15 @@ class YamlTooLarge(yaml.YAMLError):
         """Read by error formatters the way they read a parser error's `problem`."""
 
 
-def load(text: str) -> Any:
-    """Parse one YAML document like `yaml.safe_load`, refusing oversized or alias-bomb input."""
+def load(text: str, loader_class: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
+    """Parse one YAML document like `yaml.safe_load`, refusing oversized or alias-bomb input.
+
+    `loader_class` may add constructors to the safe loader (task files read `!function` only
+    to refuse it by name)."""
     size = len(text.encode("utf-8", errors="replace"))
     if size > MAX_BYTES:
         raise YamlTooLarge(f"{size} bytes, more than the {MAX_BYTES} a configuration file may be")
-    loader = yaml.SafeLoader(text)
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:

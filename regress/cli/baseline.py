@@ -10,6 +10,7 @@ from rich.table import Table
 
 from regress.cli.common import (
     cache_folder,
+    chosen_suite,
     command_line,
     data_options,
     data_source,
@@ -20,8 +21,9 @@ from regress.cli.common import (
     run_options,
     run_with_progress,
     stdout,
+    task_catalog,
+    task_options,
 )
-from regress.config import inline_suite, load_suite
 from regress.engine import digest
 from regress.errors import BadInput
 from regress.integrity import check_fit_to_store, record_problems
@@ -53,6 +55,7 @@ def baseline() -> None:
 @click.option("--tasks", "-t", help="Inline suite: comma-separated tasks or groups.")
 @click.option("--num-fewshot", "-k", type=click.IntRange(0), default=None)
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
+@task_options
 @data_options
 @store_option
 @run_options
@@ -66,6 +69,8 @@ def create(
     tasks: str | None,
     num_fewshot: int | None,
     limit: int | None,
+    include_path: tuple[Path, ...],
+    golden: tuple[Path, ...],
     data_dir: Path | None,
     hf_datasets: bool,
     store: Path,
@@ -86,10 +91,8 @@ def create(
     validate_name(name)
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
-    if (tasks is None) == (suite is None):
-        raise click.UsageError("give exactly one of --tasks or --suite")
-    spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
-    specs = suite_specs(spec)
+    spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
+    specs = suite_specs(spec, task_catalog(include_path, golden, spec))
     # Refuse a place the run could not be stored before spending minutes on it.
     if save_run:
         check_replaceable(save_run)

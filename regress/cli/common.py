@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shlex
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,11 +30,13 @@ from rich.text import Text
 
 from regress.backends import BACKENDS, parse_model_args
 from regress.cache import default_cache_dir
+from regress.config import Suite, TaskEntry, inline_suite, load_suite
 from regress.engine import Shard
 from regress.errors import BadInput, ExitCode, RegressError
 from regress.runner import Outcome, RunPlan, execute
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
+from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 stderr = Console(stderr=True)
@@ -125,6 +128,60 @@ def data_options(func: F) -> F:
         help="Folder of the benchmarks' original files (default: $REGRESS_DATA_DIR). The "
         "built-in suite needs none.",
     )(func)
+
+
+def task_options(func: F) -> F:
+    """--include-path and --golden: the user's own tasks beside the built-in ones."""
+    func = click.option(
+        "--golden",
+        "golden",
+        type=click.Path(path_type=Path),
+        multiple=True,
+        help='A golden set (JSONL of must-pass prompts; README "Your own tasks"), run as '
+        "task golden_<file stem>. Repeatable.",
+    )(func)
+    return click.option(
+        "--include-path",
+        "include_path",
+        type=click.Path(path_type=Path),
+        multiple=True,
+        help="A folder (searched recursively) or file of lm-eval task YAML; its tasks and "
+        "groups can then be named like built-in ones. Repeatable.",
+    )(func)
+
+
+def task_catalog(
+    include_path: Sequence[Path], golden: Sequence[Path], suite: Suite | None = None
+) -> TaskCatalog:
+    """The built-in tasks plus the task files and golden sets given (and those a suite names)."""
+    files = suite.task_files() if suite else []
+    goldens = [*golden, *(suite.golden_files() if suite else [])]
+    if not (include_path or files or goldens):
+        return BUILTIN
+    unique = list(dict.fromkeys(Path(g).expanduser().resolve() for g in goldens))
+    return load_catalog([*include_path, *files], unique)
+
+
+def chosen_suite(
+    tasks: str | None,
+    suite: Path | None,
+    num_fewshot: int | None,
+    limit: int | None,
+    golden: Sequence[Path],
+) -> Suite:
+    """The suite --tasks or --suite describe, with every --golden set appended (run whole)."""
+    if tasks is not None and suite is not None:
+        raise click.UsageError("give only one of --tasks or --suite")
+    if tasks is None and suite is None and not golden:
+        raise click.UsageError("give --tasks, --suite or --golden")
+    if suite is not None:
+        spec = load_suite(suite)
+    elif tasks is not None:
+        spec = inline_suite(tasks, num_fewshot, limit)
+    else:
+        spec = Suite(name="golden", tasks=())
+    extra = tuple(TaskEntry(str(Path(g).expanduser().resolve())) for g in golden)
+    return dataclasses.replace(spec, tasks=(*spec.tasks, *extra))
 
 
 def data_source(data_dir: Path | None, hf_datasets: bool) -> DataSource:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from regress.cli.common import (
     cache_folder,
+    chosen_suite,
     command_line,
     data_options,
     data_source,
@@ -19,8 +20,9 @@ from regress.cli.common import (
     run_options,
     run_with_progress,
     stdout,
+    task_catalog,
+    task_options,
 )
-from regress.config import inline_suite, load_suite
 from regress.engine import TaskRun
 from regress.integrity import check_fit_to_store
 from regress.report.lm_eval import group_metrics, write_lm_eval
@@ -36,6 +38,7 @@ from regress.store import check_replaceable, write_run
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
 @click.option("--output-path", "-o", type=click.Path(path_type=Path), help="Folder for results.")
 @click.option("--log-samples", is_flag=True, help="Also write samples_<task>_<date>.jsonl.")
+@task_options
 @data_options
 @run_options
 @handles_errors
@@ -49,6 +52,8 @@ def eval_command(
     limit: int | None,
     output_path: Path | None,
     log_samples: bool,
+    include_path: tuple[Path, ...],
+    golden: tuple[Path, ...],
     data_dir: Path | None,
     hf_datasets: bool,
     shard: str | None,
@@ -64,11 +69,9 @@ def eval_command(
       regress eval -m smollm2-135m -t arc_easy,mmlu -k 5 --limit 100 \\
           --data-dir ../shared/data -o out/ --log-samples
     """
-    if (tasks is None) == (suite is None):
-        raise click.UsageError("give exactly one of --tasks or --suite")
-    spec = load_suite(suite) if suite else inline_suite(tasks or "", num_fewshot, limit)
+    spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
     args = {**spec.model_args, **parse_args(model_args)}
-    specs = suite_specs(spec)
+    specs = suite_specs(spec, task_catalog(include_path, golden, spec))
     if save_run:
         check_replaceable(save_run)  # before the run, not after it
 

@@ -43,7 +43,8 @@ class FewshotSampler:
         if n == 0:
             return []
         if self.kind == "first_n":
-            return list(self.docs[:n])
+            pool = [d for d in self.docs if d != eval_doc] if self.exclude_eval_doc else self.docs
+            return list(pool[:n])
         if not self.exclude_eval_doc:
             return self.rng.sample(list(self.docs), n)
         shots = [d for d in self.rng.sample(list(self.docs), n + 1) if d != eval_doc][:n]
@@ -53,11 +54,17 @@ class FewshotSampler:
         return shots
 
 
-def render_context(description: str, shots: Sequence[tuple[str, str]], query: str) -> str:
+def render_context(
+    description: str,
+    shots: Sequence[tuple[str, str]],
+    query: str,
+    target_delimiter: str = TARGET_DELIMITER,
+    fewshot_delimiter: str = FEWSHOT_DELIMITER,
+) -> str:
     """The prompt: description, each (text, answer) shot, then the document's own text."""
     block = "".join(
         # lm-eval writes no delimiter and no answer for a shot whose answer is empty.
-        f"{text}{TARGET_DELIMITER}{answer}{FEWSHOT_DELIMITER}" if answer != "" else text
+        f"{text}{target_delimiter}{answer}{fewshot_delimiter}" if answer != "" else text
         for text, answer in shots
     )
     return description + block + query

@@ -1,0 +1,156 @@
+"""Which tasks a run can name: the built-in library plus the user's own task YAML files
+(`--include-path`) and golden sets (`--golden`).
+
+A loaded task or group may not reuse a built-in name, and two files may not define the same
+task: either would make the same name mean two prompts, so both are errors naming the files.
+A tag that is already a built-in name (lm-eval's arc files tag `ai2_arc`) keeps its built-in
+meaning. A group file's tasks form one gated unit named after the outermost group that lists them
+(directly, through a tag, or through a nested group), as MMLU's subjects form `mmlu`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from regress.errors import BadInput
+from regress.tasks import get_tasks, list_tasks, task_groups
+from regress.tasks.base import Task
+from regress.tasks.golden import GoldenTask, golden_task
+from regress.tasks.yaml_config import GroupFile, TaskFile, scan
+from regress.tasks.yaml_task import yaml_task
+
+TASK_FILE_SUFFIXES = (".yaml", ".yml")
+GOLDEN_SUFFIXES = (".jsonl",)
+
+
+@dataclass(frozen=True)
+class TaskCatalog:
+    """Built-in tasks plus loaded ones; `get` resolves names the way `get_tasks` does."""
+
+    loaded: Mapping[str, Task] = field(default_factory=dict)
+    """Task name -> a task from a YAML file or a golden set."""
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Loaded group or tag name -> its member tasks, groups or tags, as listed."""
+    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Resolved path of a loaded file -> the task or group names it defines."""
+
+    def get(self, names: Sequence[str]) -> list[Task]:
+        """Tasks for `names` (tasks, groups, or task/golden files), first mention kept."""
+        chosen: dict[str, Task] = {}
+        for name in names:
+            for task in self._expand(name):
+                chosen.setdefault(task.name, task)
+        return list(chosen.values())
+
+    def _expand(self, name: str) -> list[Task]:
+        if name in self.loaded:
+            return [self.loaded[name]]
+        if name in self.groups:
+            return [t for member in self.groups[name] for t in self._expand(member)]
+        if name.endswith(TASK_FILE_SUFFIXES + GOLDEN_SUFFIXES):
+            defined = self.files.get(str(Path(name).expanduser().resolve()))
+            if defined is None:
+                raise BadInput(f"task file {name} was not loaded (does it exist?)")
+            return [t for member in defined for t in self._expand(member)]
+        return get_tasks([name])
+
+    def names(self) -> list[str]:
+        """Every task name: built-in first, then loaded ones in name order."""
+        return [*list_tasks(), *sorted(self.loaded)]
+
+    def source(self, task: Task) -> str:
+        """Where a task is defined: `built-in`, or its file."""
+        path = getattr(task, "path", None)
+        return "built-in" if path is None else str(path)
+
+    def golden(self) -> list[GoldenTask]:
+        """The golden sets among the loaded tasks."""
+        return [t for t in self.loaded.values() if isinstance(t, GoldenTask)]
+
+
+BUILTIN = TaskCatalog()
+"""Only the built-in tasks."""
+
+
+def load_catalog(
+    include_paths: Iterable[str | Path] = (), golden: Iterable[str | Path] = ()
+) -> TaskCatalog:
+    """The catalog with every task and group file under `include_paths` and the golden sets.
+
+    A path may be a folder (searched recursively for *.yaml and *.yml) or one file.
+    """
+    task_files, group_files = scan(Path(p) for p in include_paths)
+    files: dict[str, tuple[str, ...]] = {}
+    for file in task_files:
+        files[str(file.path)] = (*files.get(str(file.path), ()), file.name)
+    for group_file in group_files:
+        files[str(group_file.path)] = (*files.get(str(group_file.path), ()), group_file.name)
+    builtin_names = set(list_tasks()) | set(task_groups())
+    by_name: dict[str, TaskFile] = {}
+    for file in task_files:
+        _claim(file.name, file.path, builtin_names, {n: f.path for n, f in by_name.items()})
+        by_name[file.name] = file
+    groups = _groups(group_files, by_name, builtin_names)
+    units = _units(groups, group_files)
+    loaded: dict[str, Task] = {
+        name: yaml_task(file, units.get(name)) for name, file in by_name.items()
+    }
+    for path in golden:
+        task = golden_task(Path(path))
+        owners = {n: getattr(t, "path", Path("?")) for n, t in loaded.items()}
+        _claim(task.name, task.path, builtin_names, owners)
+        loaded[task.name] = task
+        files[str(Path(path).expanduser().resolve())] = (task.name,)
+    return TaskCatalog(loaded=loaded, groups=groups, files=files)
+
+
+def _claim(name: str, path: Path, builtin: set[str], taken: Mapping[str, Path]) -> None:
+    if name in builtin:
+        raise BadInput(f"{path}: task {name!r} is a built-in task; give yours another `task:` name")
+    if name in taken:
+        raise BadInput(f"task {name!r} is defined twice: in {taken[name]} and in {path}")
+
+
+def _groups(
+    group_files: Sequence[GroupFile], tasks: Mapping[str, TaskFile], builtin: set[str]
+) -> dict[str, tuple[str, ...]]:
+    """Group and tag name -> member names as listed (tasks, tags or groups)."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for name, file in tasks.items():
+        tags = file.config.get("tag") or file.config.get("group") or ()
+        for tag in [tags] if isinstance(tags, str) else tags:
+            if str(tag) in tasks:
+                raise BadInput(f"{file.path}: tag {tag!r} is also a task name")
+            # lm-eval's own files tag built-in names (ai2_arc): the built-in meaning stays.
+            if str(tag) not in builtin:
+                groups[str(tag)] = (*groups.get(str(tag), ()), name)
+    for group in group_files:
+        if group.name in builtin or group.name in tasks:
+            raise BadInput(f"{group.path}: group {group.name!r} is already a task or group name")
+        groups[group.name] = group.members
+    for group_name, members in groups.items():
+        for member in members:
+            if member not in groups and member not in tasks and member not in builtin:
+                raise BadInput(f"group {group_name!r} lists {member!r}, which no file defines")
+    return groups
+
+
+def _units(groups: Mapping[str, tuple[str, ...]], files: Sequence[GroupFile]) -> dict[str, str]:
+    """Task name -> the outermost group file that contains it (tags are not units)."""
+    real = {g.name for g in files}
+    nested = {m for g in real for m in groups[g] if m in real}
+    units: dict[str, str] = {}
+
+    def members(name: str, seen: frozenset[str]) -> list[str]:
+        if name in seen:
+            raise BadInput(f"group {name!r} contains itself")
+        if name not in groups:
+            return [name]
+        return [t for m in groups[name] for t in members(m, seen | {name})]
+
+    for root in sorted(real - nested):
+        for task in members(root, frozenset()):
+            units.setdefault(task, root)
+    return units

@@ -1,0 +1,67 @@
+"""lm-eval's Jinja prompt templates, rendered in a sandbox.
+
+A task YAML's `doc_to_text`, `doc_to_target`, `doc_to_choice` and `description` are Jinja
+templates over a document's fields (or a bare field name). lm-eval renders them with
+`StrictUndefined` and `keep_trailing_newline`, plus a `regex_replace` filter; so do we, but in
+Jinja's immutable sandbox: a template from a file someone else wrote may call a string's or a
+list's safe methods (`question.strip()`, `choices.label.index(answerKey)`), never reach
+Python internals or change the document.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from regress.errors import BadInput
+
+
+def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
+    """lm-eval's `regex_replace` filter: `re.sub` inside a template."""
+    return re.sub(pattern, repl, string, count=count)
+
+
+_ENV = ImmutableSandboxedEnvironment(
+    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+)
+_ENV.filters["regex_replace"] = _regex_replace
+
+
+@functools.lru_cache(maxsize=512)
+def compile_template(source: str) -> jinja2.Template:
+    """A compiled template; a syntax error is a BadInput quoting the template's start."""
+    try:
+        return _ENV.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise BadInput(f"template {_short(source)}: {exc.message} (line {exc.lineno})") from exc
+
+
+def render(source: str, doc: dict[str, Any], where: str) -> str:
+    """`source` rendered over `doc`'s fields; `where` names the task and key in errors."""
+    try:
+        return compile_template(source).render(**doc)
+    except jinja2.UndefinedError as exc:
+        raise BadInput(f"{where}: template {_short(source)}: {exc.message}") from exc
+    except jinja2.exceptions.SecurityError as exc:
+        raise BadInput(
+            f"{where}: template {_short(source)} refused by the sandbox ({exc})"
+        ) from exc
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+        raise BadInput(f"{where}: template {_short(source)} failed ({exc})") from exc
+
+
+def literal(text: str, where: str) -> Any:
+    """A rendered template read as a Python literal (lm-eval's `ast.literal_eval`)."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError) as exc:
+        raise BadInput(f"{where}: {_short(text)} is not a list or number literal") from exc
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
