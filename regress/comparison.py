@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from regress.choice_calibration import CalibrationResult
 from regress.errors import ExitCode
+from regress.golden_gate import GoldenResult
 from regress.manifest import Manifest
 from regress.policy import Policy
 from regress.rules import Rule
@@ -228,6 +230,10 @@ class Comparison:
     """Set by `regress.gate.check` when it ran the candidate on this machine."""
     repeatability: Repeatability | None = None
     """Set when `check --repeat-check N` resent N examples."""
+    golden: tuple[GoldenResult, ...] = ()
+    """Golden sets: the must-pass and relative-drop rules (regress.golden_gate)."""
+    calibration: tuple[CalibrationResult, ...] = ()
+    """Multiple-choice units: ECE and Brier score on both sides (reported, not gated)."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:

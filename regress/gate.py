@@ -28,18 +28,21 @@ from pathlib import Path
 from typing import Any
 
 from regress.backends import BACKENDS
-from regress.compare import compare
+from regress.choice_calibration import compare_calibration
+from regress.compare import compare, units_of
 from regress.comparison import (
     Comparison,
     Fingerprint,
     HardwareAction,
     HardwareCheck,
     Repeatability,
+    Verdict,
 )
 from regress.drift import DriftReport, drift_report
 from regress.engine import TaskSpec
-from regress.errors import BadInput
+from regress.errors import BadInput, ExitCode
 from regress.fingerprint import hardware_differences
+from regress.golden_gate import judge_golden
 from regress.manifest import Run
 from regress.models import file_sha256, resolve_model_path
 from regress.noise import Cause, typical
@@ -47,6 +50,7 @@ from regress.pairing import pair_runs
 from regress.policy import Policy
 from regress.runner import Outcome, RunPlan, execute, plan_rerun
 from regress.tasks.base import DataSource
+from regress.tasks.catalog import BUILTIN, TaskCatalog
 
 RunProgress = Callable[[str], AbstractContextManager[Callable[[int, int, int], None] | None]]
 """Given a label, a context yielding the engine's progress callback (or None)."""
@@ -90,6 +94,8 @@ class CheckOptions:
     repeat_check: int = 0
     """Send this many random examples to the candidate again and report what changed."""
     command: str = ""
+    tasks: TaskCatalog = BUILTIN
+    """Where the baseline's task names are found: built in, task YAML, golden sets."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,7 @@ def check(
         hardware = HardwareCheck(
             differences, action, typical=typical(Cause.HARDWARE) if kernels_differ else ""
         )
+        result = _golden_and_calibration(result, baseline, candidate, options)
         return CheckResult(replace(result, hardware=hardware), candidate)
     plan, warnings = candidate_plan(baseline, candidate, options)
     outcome = _run(plan, f"check {candidate.model}", progress)
@@ -141,7 +148,26 @@ def check(
         hardware=hardware,
         repeatability=repeat,
     )
+    result = _golden_and_calibration(result, reference or baseline, outcome.run, options)
     return CheckResult(result, outcome.run, reference)
+
+
+def _golden_and_calibration(
+    result: Comparison, baseline: Run, candidate: Run, options: CheckOptions
+) -> Comparison:
+    """Add the golden-set rules (a failure is a REGRESSION whatever the statistics said) and
+    the multiple-choice calibration (reported only) to a comparison."""
+    golden = judge_golden(
+        baseline, candidate, options.policy.max_relative_drop, options.tasks.golden_names()
+    )
+    shared = [info for name, info in baseline.manifest.tasks.items() if name in candidate.records]
+    calibration = compare_calibration(baseline, candidate, units_of(shared))
+    verdict, exit_code = result.verdict, result.exit_code
+    if any(g.failed for g in golden) and verdict is not Verdict.ERROR:
+        verdict, exit_code = Verdict.REGRESSION, ExitCode.REGRESSION
+    return replace(
+        result, golden=golden, calibration=calibration, verdict=verdict, exit_code=exit_code
+    )
 
 
 def candidate_plan(
@@ -178,6 +204,7 @@ def candidate_plan(
         name="candidate",
         cache_dir=options.cache_dir,
         command=options.command,
+        tasks=options.tasks,
     )
     return plan, warnings
 
@@ -224,6 +251,7 @@ def _reference(
         name=f"{baseline.manifest.name} (rerun here)",
         cache_dir=options.cache_dir,
         command=options.command,
+        tasks=options.tasks,
     )
     reference = _run(plan, f"rerun baseline {baseline.manifest.name}", progress).run
     moved = compare(baseline, reference, options.policy)
@@ -275,6 +303,8 @@ class DriftOptions:
     model_args: Mapping[str, Any] = field(default_factory=dict)
     """Settings to override, to see whether they move results."""
     command: str = ""
+    tasks: TaskCatalog = BUILTIN
+    """Where the baseline's task names are found: built in, task YAML, golden sets."""
 
 
 def check_drift(
@@ -292,6 +322,7 @@ def check_drift(
         source=options.source,
         name="drift",
         command=options.command,
+        tasks=options.tasks,
     )
     current = _run(plan, f"drift {baseline.manifest.name}", progress).run
     return drift_report(baseline, current, options.policy, options.max_age)

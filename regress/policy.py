@@ -16,6 +16,8 @@ min_examples: 100       # fewer paired examples in a unit (>= 1): INCONCLUSIVE
 power: 0.8              # power of the minimum detectable effect and the n that would decide
 perplexity:
   max_relative_increase: 0.02
+golden:
+  max_relative_drop: 0.05   # golden sets: pass rate may drop by 5% of itself at most
 units:
   arc_easy: {max_drop: 0.03, metric: acc, rule: change}
   builtin: {gate: false}
@@ -86,6 +88,9 @@ class Policy:
     """Perplexity units: largest tolerated relative increase of the unit's corpus metric
     (word perplexity by default; byte_perplexity or bits_per_byte when the policy names it)."""
     units: Mapping[str, UnitPolicy] = field(default_factory=dict)
+    max_relative_drop: float = 0.05
+    """Golden sets (regress.golden_gate): largest tolerated drop of the pass rate relative to
+    the baseline's (the seed's 5% rule); any must-pass item that regressed fails regardless."""
 
     def for_unit(self, unit: str) -> UnitPolicy:
         """The unit's effective settings: its overrides filled in with the defaults."""
@@ -117,6 +122,12 @@ class Policy:
             "power": self.power,
             "perplexity": {"max_relative_increase": self.max_relative_increase},
             "units": {name: _unit_dict(unit) for name, unit in sorted(self.units.items())},
+            # Only when set: the golden section of a report states the rule.
+            **(
+                {"golden": {"max_relative_drop": self.max_relative_drop}}
+                if self.max_relative_drop != 0.05
+                else {}
+            ),
         }
 
 
@@ -151,7 +162,8 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     """Build a Policy from a parsed YAML mapping; `where` names the file in errors."""
     reader = _Reader(where)
     top = reader.mapping(data, "")
-    known = {f.name for f in fields(Policy)} - {"max_relative_increase"} | {"perplexity"}
+    known = {f.name for f in fields(Policy)} - {"max_relative_increase", "max_relative_drop"}
+    known |= {"perplexity", "golden"}
     reader.no_unknown(top, known, "")
     values: dict[str, Any] = {}
     for key in ("alpha", "power"):
@@ -178,6 +190,13 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
         if "max_relative_increase" in perplexity:
             values["max_relative_increase"] = reader.positive(
                 perplexity["max_relative_increase"], "perplexity.max_relative_increase"
+            )
+    if "golden" in top:
+        golden = reader.mapping(top["golden"], "golden")
+        reader.no_unknown(golden, {"max_relative_drop"}, "golden.")
+        if "max_relative_drop" in golden:
+            values["max_relative_drop"] = reader.fraction(
+                golden["max_relative_drop"], "golden.max_relative_drop", open_low=False
             )
     if "units" in top:
         units = reader.mapping(top["units"], "units")

@@ -22,6 +22,8 @@ from regress.cli.common import (
     progress_bar,
     run_options,
     run_with_progress,
+    task_catalog,
+    task_options,
     write_report,
 )
 from regress.comparison import Comparison
@@ -88,6 +90,7 @@ from regress.store import Store, check_replaceable, read_run, write_run
     default=0,
     help="Send N random examples to the candidate again and report its own A/A noise.",
 )
+@task_options
 @data_options
 @store_option
 @run_options
@@ -107,6 +110,8 @@ def check(
     rebaseline: str,
     reference_model: str | None,
     repeat_check: int,
+    include_path: tuple[Path, ...],
+    golden: tuple[Path, ...],
     data_dir: Path | None,
     hf_datasets: bool,
     store: Path,
@@ -151,6 +156,7 @@ def check(
         allow_backend_change=allow_backend_change,
         repeat_check=repeat_check,
         command=command_line(),
+        tasks=task_catalog(include_path, golden),
     )
     if model is None:
         result = _check_files(base, candidate_run, candidate_samples, options)

@@ -16,6 +16,8 @@ from regress.cli.common import (
     parse_args,
     policy_option,
     progress_bar,
+    task_catalog,
+    task_options,
     write_report,
 )
 from regress.drift import parse_age, render_drift_json, render_drift_markdown
@@ -46,6 +48,7 @@ from regress.store import Store
 @policy_option("Policy YAML: alpha and correction for the noise tests (default: built-in).")
 @click.option("--report-md", type=click.Path(path_type=Path))
 @click.option("--report-json", type=click.Path(path_type=Path))
+@task_options
 @data_options
 @store_option
 @handles_errors
@@ -57,6 +60,8 @@ def drift(
     policy_path: Path | None,
     report_md: Path | None,
     report_json: Path | None,
+    include_path: tuple[Path, ...],
+    golden: tuple[Path, ...],
     data_dir: Path | None,
     hf_datasets: bool,
     store: Path,
@@ -78,6 +83,7 @@ def drift(
         model=model,
         model_args=parse_args(model_args),
         command=command_line(),
+        tasks=task_catalog(include_path, golden),
     )
     report = check_drift(Store(store).load(baseline_name), options, progress_bar)
     markdown = render_drift_markdown(report)

@@ -82,6 +82,8 @@ def _render(comparison: Comparison, flips: int, subjects: int) -> str:
         _notes(comparison),
         _answer_shift(comparison.units),
         _subjects(comparison.units, subjects),
+        _golden(comparison),
+        _calibration(comparison),
         _flips(comparison, flips),
         _failures(comparison.units),
         _models(comparison),
@@ -101,6 +103,9 @@ def _headline(comparison: Comparison) -> str:
     else:
         count = sum(u.verdict is verdict for u in gated)
         first = f"## regress: {ICONS[verdict]} {verdict} in {count} of {total}"
+        golden = [g.task for g in comparison.golden if g.failed]
+        if golden and verdict is Verdict.REGRESSION:
+            first += f" and in golden set {', '.join(golden)}"
     counts = ", ".join(
         f"{sum(u.verdict is v for u in gated)} {OUTCOMES[v]}"
         for v in Verdict
@@ -305,6 +310,96 @@ def _flips(comparison: Comparison, limit: int) -> str:
         ["---", "---:", "---", "---", "---", "---"],
     )
     return f"{title}\n\n{table}" + _more(comparison.n_flips - len(shown))
+
+
+def _golden(comparison: Comparison) -> str:
+    """Golden sets: the must-pass and relative-drop rules, failing items by name."""
+    if not comparison.golden:
+        return ""
+    body = [
+        [
+            g.task,
+            str(g.n),
+            str(g.must_pass),
+            f"{g.baseline_rate:.1%}",
+            f"{g.candidate_rate:.1%}",
+            f"{-g.relative_drop:+.1%}",
+            str(len(g.regressed)),
+            "❌ FAIL" if g.failed else "✅ pass",
+        ]
+        for g in comparison.golden
+    ]
+    header = ["golden set", "n", "must-pass", "baseline", "candidate", "relative change"]
+    table = _table([*header, "must-pass regressed", ""], body, ["---", *["---:"] * 6, "---"])
+    lines = [f"### Golden sets\n\n{table}"]
+    items = [(i, True) for g in comparison.golden for i in g.regressed]
+    items += [(i, False) for g in comparison.golden for i in g.still_failing]
+    if items:
+        rows = [
+            [
+                i.task,
+                _cell(i.name),
+                _cell(i.target),
+                _cell(i.baseline_pred),
+                _cell(i.candidate_pred)
+                + ("" if i.candidate_status == "ok" else f" ({i.candidate_status})"),
+                "❌ regressed" if regressed else "⚠️ fails on both",
+            ]
+            for i, regressed in items[:FLIPS_SHOWN]
+        ]
+        lines.append(
+            _table(
+                ["golden set", "must-pass item", "expected", "baseline", "candidate", ""],
+                rows,
+                ["---"] * 6,
+            )
+            + _more(len(items) - FLIPS_SHOWN)
+        )
+    rule = comparison.golden[0].max_relative_drop
+    lines.append(
+        f"_A must-pass item that regressed fails the gate, whatever the statistics; so does a "
+        f"pass rate that drops by more than {rule:.0%} of the baseline's._"
+    )
+    return "\n\n".join(lines)
+
+
+def _calibration(comparison: Comparison) -> str:
+    """ECE and Brier score of the multiple-choice units (reported, not gated)."""
+    if not comparison.calibration:
+        return ""
+    body = [
+        [
+            c.unit,
+            str(c.n),
+            f"{c.baseline_ece:.3f} → {c.candidate_ece:.3f}",
+            f"{c.delta_ece:+.3f} [{c.delta_ece_ci[0]:+.3f}, {c.delta_ece_ci[1]:+.3f}]",
+            f"{c.baseline_ece_mass:.3f} → {c.candidate_ece_mass:.3f}",
+            f"{c.delta_ece_mass:+.3f} [{c.delta_ece_mass_ci[0]:+.3f}, "
+            f"{c.delta_ece_mass_ci[1]:+.3f}]",
+            f"{c.baseline_brier:.3f} → {c.candidate_brier:.3f}",
+        ]
+        for c in comparison.calibration
+    ]
+    bins = comparison.calibration[0].bins
+    table = _table(
+        [
+            "unit",
+            "n",
+            f"ECE ({bins} equal-width bins)",
+            "Δ ECE [95% CI]",
+            f"ECE ({bins} equal-mass bins)",
+            "Δ ECE [95% CI]",
+            "Brier",
+        ],
+        body,
+        ["---", *["---:"] * 6],
+    )
+    note = (
+        "_Confidence: the softmax of the choices' summed log-likelihoods at the predicted "
+        "choice; intervals: paired bootstrap over examples "
+        f"({comparison.calibration[0].resamples:,} resamples). Reported, not gated._"
+    )
+    return f"### Calibration (multiple choice)\n\n{table}\n\n{note}"
 
 
 def _failures(units: Sequence[UnitResult]) -> str:

@@ -65,9 +65,14 @@ class TaskCatalog:
         path = getattr(task, "path", None)
         return "built-in" if path is None else str(path)
 
-    def golden(self) -> list[GoldenTask]:
-        """The golden sets among the loaded tasks."""
-        return [t for t in self.loaded.values() if isinstance(t, GoldenTask)]
+    def golden_names(self) -> dict[tuple[str, int], str]:
+        """(task, doc_id) -> item id of every golden-set item, for reports."""
+        return {
+            (task.name, doc_id): item["id"]
+            for task in self.loaded.values()
+            if isinstance(task, GoldenTask)
+            for doc_id, item in enumerate(task.items)
+        }
 
 
 BUILTIN = TaskCatalog()
