@@ -47,6 +47,10 @@ _PUBLIC = {
     "render_markdown": "regress.report.markdown",
     "render_json": "regress.report.json_report",
     "render_drift_markdown": "regress.drift",
+    "ProxyOptions": "regress.proxy",
+    "build_proxy": "regress.proxy",
+    "SelftestOptions": "regress.selftest",
+    "selftest_baseline": "regress.selftest",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from regress.compare import PLAN_FACTOR, unit_kind, units_of
 from regress.comparison import UnitKind
+from regress.errors import BadInput
 from regress.manifest import Run
 from regress.planning import accuracy_mde, accuracy_n
 from regress.policy import Policy
@@ -48,6 +49,12 @@ def plan_baseline(
     run: Run, policy: Policy, discordance: float, drop: float | None = None
 ) -> list[UnitPlan]:
     """Plan every unit of a baseline at an assumed discordance, alpha split over gated units."""
+    if run.manifest.proxy is not None:
+        # The plain formulas would treat a margin-stratified sample as a random one.
+        raise BadInput(
+            f"{run.manifest.name} is a proxy baseline: `regress selftest --baseline "
+            f"{run.manifest.name}` simulates what its gate can detect"
+        )
     tasks = [run.manifest.tasks[name] for name in sorted(run.manifest.tasks)]
     units = units_of(tasks)
     gated = max(1, sum(policy.for_unit(name).gate for name in units))

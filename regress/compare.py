@@ -41,11 +41,13 @@ from regress.comparison import (
     Comparison,
     Fingerprint,
     Flip,
+    ProxyEstimate,
     SubjectResult,
     UnitKind,
     UnitResult,
     Verdict,
 )
+from regress.design import ProxyDesign
 from regress.errors import BadInput, ExitCode
 from regress.manifest import Manifest, Run, TaskInfo
 from regress.pairing import Pair, pair_runs
@@ -63,6 +65,7 @@ from regress.stats import (
     paired_mean_test,
     top1_agreement,
 )
+from regress.stratified import stratified_test, weighted_mean
 
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
@@ -91,11 +94,19 @@ def compare(
     pairing = pair_runs(baseline, candidate, tasks)
     pairs, unpaired = pairing.pairs, pairing.unpaired
     warnings.extend(pairing.warnings)
+    design = baseline.manifest.proxy
+    if design is not None and (unpaired or len(tasks) < len(baseline.manifest.tasks)):
+        raise BadInput(
+            f"{baseline.manifest.name} is a proxy of {design.parent}: its estimate needs every "
+            f"sampled example paired, {unpaired} are not; rerun the candidate on the proxy"
+        )
     units = units_of(tasks)
     for name in sorted(set(policy.units) - set(units)):
         warnings.append(f"policy names unit '{name}', which is not in this suite")
     k = max(1, sum(policy.for_unit(name).gate for name in units))
-    measured = [_measure(name, members, pairs, policy, k) for name, members in units.items()]
+    measured = [
+        _measure(name, members, pairs, policy, k, design) for name, members in units.items()
+    ]
     results = _judge_all([unit for unit, _ in measured], policy)
     for unit in results:
         rate = _error_rate(unit.baseline_failures, unit.n)
@@ -216,18 +227,26 @@ def _error_rate(failures: dict[str, int], n: int) -> float:
 
 
 def _measure(
-    name: str, tasks: Sequence[TaskInfo], pairs: dict[str, list[Pair]], policy: Policy, k: int
+    name: str,
+    tasks: Sequence[TaskInfo],
+    pairs: dict[str, list[Pair]],
+    policy: Policy,
+    k: int,
+    design: ProxyDesign | None = None,
 ) -> tuple[UnitResult, list[Flip]]:
     """A unit's measurements and flips; `_judge` fills in its verdict afterwards.
 
     `k` is the number of gated units, which the MDE and the n that would decide are planned
-    for.
+    for. With a proxy's `design`, the unit's figures estimate the parent suite's.
     """
     kind = unit_kind(name, tasks, {t.name: [base for base, _ in pairs[t.name]] for t in tasks})
     if kind is UnitKind.PERPLEXITY:
         unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
         return _measure_perplexity(name, tasks, unit_pairs, policy, k), []
-    return _measure_outcomes(name, tasks, pairs, policy, kind, k)
+    unit, flips = _measure_outcomes(name, tasks, pairs, policy, kind, k)
+    if design is not None:
+        unit = _as_proxy_estimate(unit, tasks, pairs, policy, k, design)
+    return unit, flips
 
 
 def _measure_outcomes(
@@ -350,6 +369,68 @@ def _outcome_stats(
     )
 
 
+def _as_proxy_estimate(
+    unit: UnitResult,
+    tasks: Sequence[TaskInfo],
+    pairs: dict[str, list[Pair]],
+    policy: Policy,
+    k: int,
+    design: ProxyDesign,
+) -> UnitResult:
+    """Replace a proxy unit's sample figures by stratified estimates of the parent suite."""
+    if unit.kind is not UnitKind.ACCURACY or unit.metric != ", ".join(
+        sorted({t.metric for t in tasks})
+    ):
+        raise BadInput(f"unit {unit.name}: a proxy estimates right/wrong accuracy only")
+    strata = design.unit_strata(unit.name)
+    position = {id(s): h for h, s in enumerate(strata)}
+    where = design.stratum_of()
+    counts = np.zeros((4, len(strata)))  # regressions, improvements, baseline right, cand right
+    unit_pairs, weights = [], []
+    for task in tasks:
+        for base, cand in pairs[task.name]:
+            key = (task.name, base.doc_id)
+            if key not in where or design.strata[where[key]].unit != unit.name:
+                raise BadInput(f"task {task.name} doc {base.doc_id}: not in the proxy's design")
+            stratum = design.strata[where[key]]
+            x, y = _value(base, None, True), _value(cand, None, True)
+            counts[:, position[id(stratum)]] += (x > y, y > x, x, y)
+            unit_pairs.append((base, cand))
+            weights.append(1 / stratum.inclusion_probability)
+    population = np.array([s.population for s in strata])
+    sampled = np.array([s.sampled for s in strata])
+    if int(sampled.sum()) != unit.n:
+        raise BadInput(f"unit {unit.name}: {unit.n} paired of the {int(sampled.sum())} sampled")
+    unit_policy = policy.for_unit(unit.name)
+    test = stratified_test(population, sampled, counts[0], counts[1], unit.threshold, CI_ALPHA)
+    alpha = policy.alpha / (k if unit_policy.gate else 1)
+    rule = unit.rule
+    kl, agreement = _choice_shift(unit_pairs, weights)
+    return replace(
+        unit,
+        discordance=weighted_mean(population, sampled, counts[0] + counts[1]),
+        kl_divergence=kl,
+        top1_agreement=agreement,
+        baseline=weighted_mean(population, sampled, counts[2]),
+        candidate=weighted_mean(population, sampled, counts[3]),
+        delta=test.delta,
+        ci=test.ci,
+        pvalue=test.margin_pvalue if rule is Rule.MARGIN else test.change_pvalue,
+        change_pvalue=test.change_pvalue,
+        mde=shift_mde(test.se, unit.threshold, rule, alpha, policy.power),
+        n_needed=None,
+        plan_drop=None,
+        proxy=ProxyEstimate(
+            parent=design.parent,
+            population=int(population.sum()),
+            strata=len(strata),
+            ci_design=test.ci_design,
+            se=test.se,
+            se_full=test.se_full,
+        ),
+    )
+
+
 def _subject(task: str, before: Sequence[float], after: Sequence[float]) -> SubjectResult:
     n = len(before)
     return SubjectResult(
@@ -375,23 +456,37 @@ def _flip(base: Record, cand: Record, regressed: bool) -> Flip:
     )
 
 
-def _choice_shift(pairs: Sequence[Pair]) -> tuple[float | None, float | None]:
-    """Mean KL divergence and top-1 agreement over examples both sides scored per choice."""
-    by_width: dict[int, tuple[list[list[float]], list[list[float]]]] = defaultdict(lambda: ([], []))
-    for base, cand in pairs:
+def _choice_shift(
+    pairs: Sequence[Pair], weights: Sequence[float] | None = None
+) -> tuple[float | None, float | None]:
+    """Mean KL divergence and top-1 agreement over examples both sides scored per choice.
+
+    `weights` (one per pair) weigh each example, as a proxy's 1 / inclusion probability does.
+    """
+    weights = [1.0] * len(pairs) if weights is None else weights
+    by_width: dict[int, tuple[list[list[float]], list[list[float]], list[float]]] = defaultdict(
+        lambda: ([], [], [])
+    )
+    for (base, cand), weight in zip(pairs, weights, strict=True):
         ours, theirs = base.scores.get("loglik"), cand.scores.get("loglik")
         if base.ok and cand.ok and ours and theirs and len(ours) == len(theirs):
             by_width[len(ours)][0].append(ours)
             by_width[len(ours)][1].append(theirs)
+            by_width[len(ours)][2].append(weight)
     if not by_width:
         return None, None
     # Stack examples with the same number of choices so each width is one numpy call.
-    kls, agree = [], []
-    for ours, theirs in by_width.values():
+    kls, agree, mass = [], [], []
+    for ours, theirs, weight in by_width.values():
         base_arr, cand_arr = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
         kls.append(choice_kl(base_arr, cand_arr))
         agree.append(top1_agreement(base_arr, cand_arr))
-    return float(np.concatenate(kls).mean()), float(np.concatenate(agree).mean())
+        mass.append(np.asarray(weight))
+    w = np.concatenate(mass)
+    return (
+        float(np.average(np.concatenate(kls), weights=w)),
+        float(np.average(np.concatenate(agree), weights=w)),
+    )
 
 
 def _measure_perplexity(

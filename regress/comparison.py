@@ -52,6 +52,28 @@ class SubjectResult:
 
 
 @dataclass(frozen=True)
+class ProxyEstimate:
+    """How a proxy unit's figures estimate its parent suite (regress.stratified)."""
+
+    parent: str
+    """The parent baseline the proxy was drawn from."""
+    population: int
+    """The parent's examples in this unit: what `baseline`, `candidate` and `delta` estimate."""
+    strata: int
+    ci_design: tuple[float, float]
+    """95% interval of the parent suite's own Δ: what running all of it would have shown."""
+    se: float
+    """Standard error of Δ as the gate uses it: the design's plus the suite's own sampling."""
+    se_full: float
+    """The standard error running every example of the parent would have had."""
+
+    @property
+    def width_ratio(self) -> float | None:
+        """How many times wider the gate's interval is than running the whole parent."""
+        return self.se / self.se_full if self.se_full > 0 else None
+
+
+@dataclass(frozen=True)
 class UnitResult:
     """Everything the gate measured and decided about one unit."""
 
@@ -111,6 +133,11 @@ class UnitResult:
     error_rate: float
     """Share of the candidate's examples that failed (error, timeout, refused)."""
     subjects: tuple[SubjectResult, ...] = ()
+    proxy: ProxyEstimate | None = None
+    """Set when the baseline is a proxy: then n, b and c count the sampled examples, while
+    baseline, candidate, delta, ci, the p-values, discordance, KL divergence and top-1
+    agreement are stratified estimates (each example weighs 1 / its inclusion probability)
+    and tests of the parent suite."""
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,13 @@ def drift_report(
     Holm across units.
     """
     now = now or datetime.now(UTC)
+    if base.manifest.proxy is not None:
+        # Drift counts flips against a noise floor; a proxy oversamples the unsure examples,
+        # so its raw flip share would overstate drift. The parent holds every example.
+        raise BadInput(
+            f"{base.manifest.name} is a proxy of {base.manifest.proxy.parent}: "
+            "check drift on the parent baseline"
+        )
     comparison = compare(base, current, policy)
     tasks = [base.manifest.tasks[name] for name in sorted(base.manifest.tasks)]
     pairing = pair_runs(base, current, tasks)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from regress.design import ProxyDesign
 from regress.errors import BadInput
 from regress.fingerprint import RuntimeFingerprint
 from regress.records import Record
@@ -74,11 +75,17 @@ class Manifest:
     """sha256 of each `records/<task>.jsonl` by task, set by the store when it writes the run;
     a records file that does not match is refused, so an edit cannot pass unseen."""
     schema_version: int = MANIFEST_SCHEMA_VERSION
+    proxy: ProxyDesign | None = None
+    """Set on a proxy baseline: the stratified sample of its parent it holds (regress.design).
+    Its records are then estimates of the parent suite, never a plain baseline's."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict, tasks in name order."""
+        """Plain JSON-ready dict, tasks in name order; `proxy` only on a proxy."""
         data = asdict(self)
         data["tasks"] = {k: data["tasks"][k] for k in sorted(data["tasks"])}
+        del data["proxy"]
+        if self.proxy is not None:
+            data["proxy"] = self.proxy.to_dict()
         return data
 
     @classmethod
@@ -102,6 +109,7 @@ class Manifest:
                 shard=data.get("shard"),
                 records_sha256=data.get("records_sha256", {}),
                 schema_version=MANIFEST_SCHEMA_VERSION,
+                proxy=ProxyDesign.from_dict(data["proxy"]) if data.get("proxy") else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{where}: malformed manifest ({exc})") from exc

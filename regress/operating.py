@@ -22,6 +22,7 @@ from regress.rules import Rule, inconclusive, regression
 from regress.stats import (
     SEED,
     Test,
+    holm_rows,
     margin_pvalue,
     mcnemar_pvalue,
     tango_score,
@@ -126,11 +127,11 @@ def null_rates(
     counts = rng.multinomial(n, shares, size=(runs, units))
     b, c = counts[..., 0], counts[..., 1]
     change_raw = np.asarray(mcnemar_pvalue(b, c, Test.MIDP))
-    change_p = _holm_rows(change_raw)
+    change_p = holm_rows(change_raw)
     rates = []
     for rule in Rule:
         rule_raw = margin_pvalue(b, c, n, MAX_DROP) if rule is Rule.MARGIN else change_raw
-        rule_p = _holm_rows(rule_raw) if rule is Rule.MARGIN else change_p
+        rule_p = holm_rows(rule_raw) if rule is Rule.MARGIN else change_p
         regressed, undecided = verdicts(b, c, n, rule, rule_p, change_p)
         rates.append(
             NullRate(
@@ -143,21 +144,6 @@ def null_rates(
             )
         )
     return rates
-
-
-def _holm_rows(pvalues: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values of each run (row) at once.
-
-    statsmodels' `multipletests` (which the gate uses) adjusts one family per call, too slow
-    for thousands of runs; tests check this matches it row for row.
-    """
-    k = pvalues.shape[1]
-    order = np.argsort(pvalues, axis=1, kind="stable")
-    ranked = np.take_along_axis(pvalues, order, axis=1) * (k - np.arange(k))
-    ranked = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
-    adjusted = np.empty_like(ranked)
-    np.put_along_axis(adjusted, order, ranked, axis=1)
-    return adjusted
 
 
 def render_table(points: Sequence[OperatingPoint]) -> str:

@@ -19,6 +19,7 @@ from regress import __version__
 from regress.backends import load_backend
 from regress.cache import ResultCache, cached_execute, model_key
 from regress.config import Suite
+from regress.design import ProxyDesign
 from regress.engine import Shard, TaskRun, TaskSpec, evaluate
 from regress.errors import BadInput
 from regress.fingerprint import result_params
@@ -118,6 +119,8 @@ class RunPlan:
     shard: Shard | None = None
     command: str = ""
     """The command line that asked for the run, recorded in the manifest."""
+    proxy: ProxyDesign | None = None
+    """A rerun of a proxy's examples is a sample of the same design: kept in its manifest."""
 
 
 def plan_rerun(
@@ -139,6 +142,7 @@ def plan_rerun(
         backend=backend,
         model_args=model_args,
         suite_name=baseline.manifest.suite_name,
+        proxy=baseline.manifest.proxy,
         **changes,
     )
 
@@ -189,6 +193,7 @@ def execute(plan: RunPlan, progress: Callable[[int, int, int], None] | None = No
         environment=environment(),
         command=plan.command,
         shard=f"{plan.shard.index}/{plan.shard.count}" if plan.shard else None,
+        proxy=plan.proxy,
     )
     run = Run(manifest=manifest, records={r.info.name: r.records for r in task_runs})
     cached = cache.hits if cache is not None else 0

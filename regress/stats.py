@@ -147,6 +147,22 @@ def adjust_pvalues(pvalues: Sequence[float], method: Correction = Correction.HOL
     return [float(p) for p in adjusted]
 
 
+def holm_rows(pvalues: np.ndarray) -> np.ndarray:
+    """Holm-adjusted p-values of each run (row) at once.
+
+    statsmodels' `multipletests` (which the gate uses) adjusts one family per call, too slow
+    for thousands of simulated runs (regress.operating, regress.selftest); tests check this
+    matches it row for row.
+    """
+    k = pvalues.shape[1]
+    order = np.argsort(pvalues, axis=1, kind="stable")
+    ranked = np.take_along_axis(pvalues, order, axis=1) * (k - np.arange(k))
+    ranked = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
+    adjusted = np.empty_like(ranked)
+    np.put_along_axis(adjusted, order, ranked, axis=1)
+    return adjusted
+
+
 def choice_kl(base_logliks: np.ndarray, cand_logliks: np.ndarray) -> np.ndarray:
     """Row-wise KL(base || cand) between softmaxes of summed log-likelihoods over choices.
 

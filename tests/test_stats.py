@@ -21,6 +21,7 @@ from regress.stats import (
     adjust_pvalues,
     choice_kl,
     corpus_ratio_test,
+    holm_rows,
     kl_divergence_choices,
     margin_pvalue,
     mcnemar_pvalue,
@@ -266,7 +267,7 @@ def test_holm_for_many_runs_is_statsmodels_holm():
     rng = np.random.default_rng(8)
     pvalues = rng.uniform(0, 0.2, size=(50, 3))
     expected = [adjust_pvalues(list(row), Correction.HOLM) for row in pvalues]
-    assert operating._holm_rows(pvalues) == pytest.approx(np.array(expected))
+    assert holm_rows(pvalues) == pytest.approx(np.array(expected))
 
 
 def test_readme_shows_the_operating_characteristics_the_code_computes(table):

@@ -14,7 +14,9 @@ from regress.cli.eval import eval_command
 from regress.cli.merge import merge
 from regress.cli.models import models
 from regress.cli.plan import plan
+from regress.cli.proxy import proxy
 from regress.cli.quantize import quantize
+from regress.cli.selftest import selftest_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -33,7 +35,18 @@ def cli(debug: bool) -> None:
         os.environ["REGRESS_DEBUG"] = "1"
 
 
-for command in (eval_command, baseline, check, drift, merge, models, plan, quantize):
+for command in (
+    eval_command,
+    baseline,
+    check,
+    drift,
+    merge,
+    models,
+    plan,
+    proxy,
+    quantize,
+    selftest_command,
+):
     cli.add_command(command)
 
 

@@ -79,6 +79,7 @@ def _render(comparison: Comparison, flips: int, subjects: int) -> str:
         _unit_table(comparison.units, UnitKind.ACCURACY),
         _unit_table(comparison.units, UnitKind.PERPLEXITY),
         _legend(comparison),
+        _proxy(comparison.units),
         _notes(comparison),
         _answer_shift(comparison.units),
         _subjects(comparison.units, subjects),
@@ -134,7 +135,7 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
         body = [
             [
                 u.name,
-                f"{u.n:,}",
+                f"{u.n:,}" if u.proxy is None else f"{u.n:,} of {u.proxy.population:,}",
                 _percent(u.baseline),
                 _percent(u.candidate),
                 _delta(u),
@@ -168,6 +169,38 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
             for u in rows
         ]
     return _table([*header, "verdict"], body, align)
+
+
+def _proxy(units: Sequence[UnitResult]) -> str:
+    """What a proxy's figures estimate, and what the subset cost against running everything."""
+    rows = [u for u in units if u.proxy is not None]
+    if not rows:
+        return ""
+    parent = rows[0].proxy.parent if rows[0].proxy else ""
+    body = [
+        [
+            u.name,
+            f"{u.n:,} of {u.proxy.population:,}",
+            str(u.proxy.strata),
+            f"{(u.delta or 0.0) * 100:+.1f} [{u.proxy.ci_design[0] * 100:+.1f}, "
+            f"{u.proxy.ci_design[1] * 100:+.1f}]",
+            "–" if u.proxy.width_ratio is None else f"×{u.proxy.width_ratio:.2f}",
+        ]
+        for u in rows
+        if u.proxy is not None
+    ]
+    table = _table(
+        ["unit", "sampled", "strata", "Δ pts of the full suite [95% CI]", "CI width vs all"],
+        body,
+        ["---", "---:", "---:", "---:", "---:"],
+    )
+    return (
+        f"### Proxy of `{parent}`\n\nThis baseline holds a margin-stratified sample of "
+        f"`{parent}`: baseline, candidate, Δ, its CI and p above are stratified estimates and "
+        "tests of the full suite (b / c count sampled examples). The CI here is the full "
+        "suite's own Δ (what running every example would show); the gate's CI above adds the "
+        "suite's sampling, and its width against running everything is the last column.\n\n" + table
+    )
 
 
 RULE_NULLS = {Rule.MARGIN: "H0: drop within the threshold", Rule.CHANGE: "H0: no drop"}

@@ -1,0 +1,105 @@
+"""Where answers change: flip rates by the reference's margin quantile, measured on real candidates.
+
+A proxy's allocation (regress.proxy) and `regress selftest`'s simulated candidates both need
+to know how likely an example is to flip given how sure the reference model was. That is
+measured, not assumed: pair a reference with real candidates (requantizations), rank each
+unit's examples by the reference's margin, and count flips per quantile bin.
+`bench/proxy_efficiency.py` measures the default shipped here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from regress.design import Calibration
+from regress.errors import BadInput
+from regress.manifest import Run
+from regress.margins import record_margin
+from regress.pairing import pair_runs
+from regress.records import Record
+
+BINS = 10
+
+DEFAULT = Calibration(
+    name="smollm2-requant-arc-easy",
+    source="placeholder",
+    points=((0.05, 0.3), (0.5, 0.05), (0.95, 0.01)),
+)
+
+
+def margin_ranks(run: Run, tasks: Sequence[str]) -> dict[tuple[str, int], float]:
+    """(task, doc_id) -> quantile of the reference's margin among `tasks`' examples, in [0, 1].
+
+    Examples without a margin (failed ones) rank lowest, ties in (task, doc_id) order: a
+    failed reference example is as unsure as it gets.
+    """
+    keyed = []
+    for task in tasks:
+        metric = run.manifest.tasks[task].metric
+        for record in run.records[task]:
+            margin = record_margin(record, metric)
+            keyed.append((-np.inf if margin is None else margin, task, record.doc_id))
+    keyed.sort()
+    last = max(1, len(keyed) - 1)
+    return {(task, doc): rank / last for rank, (_, task, doc) in enumerate(keyed)}
+
+
+def measure(reference: Run, candidates: Sequence[Run], name: str, bins: int = BINS) -> Calibration:
+    """Mean flip rate per margin-quantile bin of `reference`, over the `candidates`.
+
+    Each candidate is paired with the reference on every task they share; a flip is an
+    example whose right/wrong outcome changed (a failure counts as wrong).
+    """
+    flips = np.zeros((len(candidates), bins))
+    counts = np.zeros((len(candidates), bins))
+    tasks = []
+    for i, candidate in enumerate(candidates):
+        shared = [
+            info
+            for t, info in sorted(reference.manifest.tasks.items())
+            if t in candidate.manifest.tasks
+        ]
+        pairing = pair_runs(reference, candidate, shared)
+        for info in shared:
+            ranks = margin_ranks(reference, [info.name])
+            tasks.append(info.name)
+            for base, cand in pairing.pairs[info.name]:
+                k = min(bins - 1, int(ranks[info.name, base.doc_id] * bins))
+                counts[i, k] += 1
+                flips[i, k] += _right(base) != _right(cand)
+    if not counts.sum():
+        raise ValueError("no paired example to calibrate on")
+    rates = (flips / np.maximum(counts, 1)).mean(axis=0)
+    models = ", ".join(c.manifest.model.quantization or c.manifest.model.ref for c in candidates)
+    source = (
+        f"{reference.manifest.model.ref} vs {models} on {', '.join(sorted(set(tasks)))} "
+        f"({int(counts[0].sum())} examples)"
+    )
+    points = tuple(((k + 0.5) / bins, float(rate)) for k, rate in enumerate(rates))
+    return Calibration(name=name, source=source, points=points)
+
+
+def _right(record: Record) -> int:
+    return int(record.ok and record.correct == 1)
+
+
+def load_calibration(path: Path | None) -> Calibration:
+    """A calibration written by `regress proxy calibrate`; None gives the shipped DEFAULT."""
+    if path is None:
+        return DEFAULT
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        points = tuple((float(q), float(f)) for q, f in data["points"])
+        calibration = Calibration(name=str(data["name"]), source=str(data["source"]), points=points)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BadInput(f"{path}: not a calibration file ({exc})") from exc
+    quantiles = [q for q, _ in points]
+    if not points or quantiles != sorted(quantiles) or not all(0 <= f <= 1 for _, f in points):
+        raise BadInput(
+            f"{path}: calibration points must be (quantile, rate) ascending, rates in [0, 1]"
+        )
+    return calibration

@@ -1,0 +1,115 @@
+"""`regress selftest`: would this baseline's gate catch a drop of X? (regress.selftest)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from regress.calibration import load_calibration
+from regress.cli.baseline import store_option
+from regress.cli.common import handles_errors, policy_option, stdout
+from regress.cli.proxy import calibration_option
+from regress.policy import load_policy
+from regress.selftest import DROPS, SelftestOptions, SelftestResult, selftest_baseline
+from regress.stats import SEED
+from regress.store import Store
+
+
+def _drops(_: click.Context, __: click.Parameter, text: str | None) -> tuple[float, ...]:
+    if text is None:
+        return DROPS
+    try:
+        values = tuple(float(x) for x in text.split(","))
+    except ValueError as exc:
+        raise click.BadParameter("a comma-separated list of drops, e.g. 0.001,0.02") from exc
+    if not all(0 <= v < 1 for v in values):
+        raise click.BadParameter("drops are fractions in [0, 1): 0.02 is two points")
+    return tuple(sorted({0.0, *values}))
+
+
+@click.command("selftest")
+@click.option("--baseline", "name", required=True, help="Baseline (plain or proxy) to test.")
+@click.option(
+    "--inject-drop",
+    "drops",
+    callback=_drops,
+    default=None,
+    help="Comma-separated true drops to inject (fractions; no drop is always included). "
+    "Default 0.001,0.01,0.02,0.03,0.05.",
+)
+@click.option("--runs", type=click.IntRange(100), default=1000, show_default=True)
+@click.option("--seed", type=int, default=SEED, show_default=True)
+@click.option(
+    "--discordance",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Share of answers a candidate changes (default: the calibration's mean).",
+)
+@calibration_option
+@policy_option("Policy whose verdicts are simulated (default: built-in).")
+@store_option
+@handles_errors
+def selftest_command(
+    name: str,
+    drops: tuple[float, ...],
+    runs: int,
+    seed: int,
+    discordance: float | None,
+    calibration_path: Path | None,
+    policy_path: Path | None,
+    store: Path,
+) -> None:
+    """Simulate candidates from a baseline's own records: P(verdict) by injected drop, MDE.
+
+    \b
+    Example:
+      regress selftest --baseline main --inject-drop 0.001,0.02 --runs 1000
+    """
+    options = SelftestOptions(
+        drops=drops,
+        runs=runs,
+        seed=seed,
+        discordance=discordance,
+        calibration=load_calibration(calibration_path),
+        policy=load_policy(policy_path),
+    )
+    show(selftest_baseline(Store(store).load(name), options))
+
+
+def show(result: SelftestResult) -> None:
+    """Print one table per unit and its minimum detectable effect."""
+    what = f"proxy of {result.proxy_of}" if result.proxy_of else "plain baseline"
+    click.echo(
+        f"baseline {result.baseline!r} ({what}), {result.runs:,} simulated candidates per row, "
+        f"seed {result.seed}; flips placed by {result.calibration}"
+    )
+    for unit in result.units:
+        if not unit.simulated:
+            click.echo(f"{unit.name}: not right/wrong, not simulated")
+            continue
+        size = f"n {unit.n:,}" + (f" of {unit.population:,}" if unit.population != unit.n else "")
+        table = Table(
+            title=f"{unit.name}: {size}, rule {unit.rule}, max_drop {unit.threshold:.1%}, "
+            f"{unit.discordance:.1%} of answers change" + ("" if unit.gated else " (not gated)")
+        )
+        for column in ("true drop", "REGRESSION", "INCONCLUSIVE", "PASS"):
+            table.add_column(column, justify="right")
+        for p in unit.points:
+            table.add_row(
+                f"{p.drop * 100:.1f} pts",
+                f"{p.regression:.1%}",
+                f"{p.inconclusive:.1%}",
+                f"{p.passed:.1%}",
+            )
+        stdout().print(table)
+        mde = (
+            f"{unit.mde * 100:.1f} pts"
+            if unit.mde is not None
+            else f"none up to {unit.discordance * 100:.1f} pts"
+        )
+        click.echo(
+            f"{unit.name}: minimum detectable drop (REGRESSION in {result.power:.0%} of runs): "
+            f"{mde}"
+        )
