@@ -18,6 +18,8 @@ perplexity:
   max_relative_increase: 0.02
 golden:
   max_relative_drop: 0.05   # golden sets: pass rate may drop by 5% of itself at most
+speed:
+  max_slowdown: 0.10    # latency gate (regress bench --baseline): tolerated relative slowdown
 units:
   arc_easy: {max_drop: 0.03, metric: acc, rule: change}
   builtin: {gate: false}
@@ -91,6 +93,9 @@ class Policy:
     max_relative_drop: float = 0.05
     """Golden sets (regress.golden_gate): largest tolerated drop of the pass rate relative to
     the baseline's (the seed's 5% rule); any must-pass item that regressed fails regardless."""
+    max_slowdown: float = 0.10
+    """Latency gate: largest tolerated relative increase of end-to-end latency (0.10 = 10%
+    slower); only a significant slowdown beyond it fails."""
 
     def for_unit(self, unit: str) -> UnitPolicy:
         """The unit's effective settings: its overrides filled in with the defaults."""
@@ -128,6 +133,8 @@ class Policy:
                 if self.max_relative_drop != 0.05
                 else {}
             ),
+            # The latency gate's key only when set: accuracy reports print this dict.
+            **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
 
 
@@ -162,8 +169,8 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     """Build a Policy from a parsed YAML mapping; `where` names the file in errors."""
     reader = _Reader(where)
     top = reader.mapping(data, "")
-    known = {f.name for f in fields(Policy)} - {"max_relative_increase", "max_relative_drop"}
-    known |= {"perplexity", "golden"}
+    nested = {"max_relative_increase", "max_relative_drop", "max_slowdown"}
+    known = {f.name for f in fields(Policy)} - nested | {"perplexity", "golden", "speed"}
     reader.no_unknown(top, known, "")
     values: dict[str, Any] = {}
     for key in ("alpha", "power"):
@@ -191,6 +198,11 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
             values["max_relative_increase"] = reader.positive(
                 perplexity["max_relative_increase"], "perplexity.max_relative_increase"
             )
+    if "speed" in top:
+        speed = reader.mapping(top["speed"], "speed")
+        reader.no_unknown(speed, {"max_slowdown"}, "speed.")
+        if "max_slowdown" in speed:
+            values["max_slowdown"] = reader.positive(speed["max_slowdown"], "speed.max_slowdown")
     if "golden" in top:
         golden = reader.mapping(top["golden"], "golden")
         reader.no_unknown(golden, {"max_relative_drop"}, "golden.")

@@ -12,7 +12,7 @@ tokens 0..i.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -116,30 +116,37 @@ class LlamaCppBackend:
         return fit_window(context_ids, continuation_ids, self.n_ctx)
 
     # -- scoring -------------------------------------------------------------------------
-    def _decode(self, tokens: list[int], n_past: int, wanted: set[int]) -> None:
-        """Evaluate `tokens` at positions n_past.. and keep the logits of `wanted` positions."""
+    def _submit(self, chunk: Sequence[int], first_pos: int, wanted: Container[int]) -> None:
+        """Decode one batch (at most n_batch tokens) at positions first_pos.., with logits
+        at the `wanted` positions."""
+        llm = self._llm
+        batch = llm._batch.batch
+        batch.n_tokens = len(chunk)
+        for i, token in enumerate(chunk):
+            batch.token[i] = token
+            batch.pos[i] = first_pos + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = first_pos + i in wanted
+        llm._ctx.decode(llm._batch)
+
+    def _row(self, index: int) -> np.ndarray:
+        """The logits of output `index` of the last batch (a view: copy it to keep it)."""
         import llama_cpp
 
+        pointer = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, index)
+        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+
+    def _decode(self, tokens: list[int], n_past: int, wanted: set[int]) -> None:
+        """Evaluate `tokens` at positions n_past.. and keep the logits of `wanted` positions."""
         llm = self._llm
         llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
-        batch = llm._batch.batch
         for start in range(0, len(tokens), self.n_batch):
             chunk = tokens[start : start + self.n_batch]
-            outputs = []
-            batch.n_tokens = len(chunk)
-            for i, token in enumerate(chunk):
-                pos = n_past + start + i
-                batch.token[i] = token
-                batch.pos[i] = pos
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
-                batch.logits[i] = pos in wanted
-                if pos in wanted:
-                    outputs.append((i, pos))
-            llm._ctx.decode(llm._batch)
-            for i, pos in outputs:
-                pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, i)
-                self._rows[pos] = np.ctypeslib.as_array(pointer, shape=(self._n_vocab,)).copy()
+            self._submit(chunk, n_past + start, wanted)
+            outputs = [i for i in range(len(chunk)) if n_past + start + i in wanted]
+            for i in outputs:
+                self._rows[n_past + start + i] = self._row(i).copy()
         llm.input_ids[n_past : n_past + len(tokens)] = tokens
         llm.n_tokens = n_past + len(tokens)
         self.tokens_evaluated += len(tokens)
@@ -256,6 +263,67 @@ class LlamaCppBackend:
             if progress:
                 progress(1)
         return results
+
+    # -- timed paths for `regress bench` ---------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        """Size of the model's vocabulary (random benchmark tokens are drawn below it)."""
+        return self._n_vocab
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` as a prompt (with the BOS token when the model adds one)."""
+        return len(self._encode(text)) + int(self.add_bos)
+
+    def clear_cache(self) -> None:
+        """Empty the KV cache, so the next request starts from nothing (llama-bench does this
+        before every repetition)."""
+        self._llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        self._llm.n_tokens = 0
+        self._rows = {}
+
+    def process_prompt(self, tokens: Sequence[int]) -> None:
+        """llama-bench's prompt test: `tokens` in n_batch chunks, logits at each chunk's
+        last token only; returns when the computation has finished."""
+        import llama_cpp
+
+        for start in range(0, len(tokens), self.n_batch):
+            chunk = tokens[start : start + self.n_batch]
+            self._submit(chunk, start, {start + len(chunk) - 1})
+        llama_cpp.llama_synchronize(self._llm._ctx.ctx)
+
+    def generate_tokens(self, tokens: Sequence[int], n_past: int = 0) -> None:
+        """llama-bench's generation test: one decode per token, each waited for. The tokens
+        are given (llama-bench feeds random ones), so no sampler is timed."""
+        import llama_cpp
+
+        for i, token in enumerate(tokens):
+            self._submit([token], n_past + i, {n_past + i})
+            llama_cpp.llama_synchronize(self._llm._ctx.ctx)
+
+    def stream(self, prompt: str, max_tokens: int) -> Iterator[int]:
+        """Greedy continuation of `prompt`, yielding each token id once it is decoded.
+
+        End-of-sequence does not stop it (vLLM's ignore_eos), so every request makes exactly
+        `max_tokens` tokens and runs compare. Tokenising is part of the request's time.
+        """
+        ids = self._encode(prompt)
+        if self.add_bos:
+            ids = [self._prefix_token, *ids]
+        if not ids or len(ids) + max_tokens > self.n_ctx:
+            raise BadInput(
+                f"a prompt of {len(ids)} tokens + {max_tokens} new does not fit n_ctx "
+                f"{self.n_ctx} (raise n_ctx with --model-args or shorten the prompt)"
+            )
+        self.clear_cache()
+        self.process_prompt(ids)
+        last = (len(ids) - 1) % self.n_batch
+        for k in range(max_tokens):
+            token = int(np.argmax(self._row(last)))
+            yield token
+            if k + 1 < max_tokens:
+                self._submit([token], len(ids) + k, {len(ids) + k})
+                last = 0
+        self.clear_cache()
 
     def fingerprint(self) -> RuntimeFingerprint:
         """Version, load parameters and the CPU build's kernels: all can change log-probs."""

@@ -8,7 +8,9 @@ import click
 
 from regress import __version__
 from regress.cli.baseline import baseline
+from regress.cli.bench import bench
 from regress.cli.check import check
+from regress.cli.choose import compare_models
 from regress.cli.drift import drift
 from regress.cli.eval import eval_command
 from regress.cli.merge import merge
@@ -16,6 +18,7 @@ from regress.cli.models import models
 from regress.cli.plan import plan
 from regress.cli.proxy import proxy
 from regress.cli.quantize import quantize
+from regress.cli.report import report
 from regress.cli.selftest import selftest_command
 
 
@@ -38,7 +41,9 @@ def cli(debug: bool) -> None:
 for command in (
     eval_command,
     baseline,
+    bench,
     check,
+    compare_models,
     drift,
     merge,
     models,
@@ -46,6 +51,7 @@ for command in (
     proxy,
     quantize,
     selftest_command,
+    report,
 ):
     cli.add_command(command)
 

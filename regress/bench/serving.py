@@ -1,0 +1,152 @@
+"""Benchmark an OpenAI-compatible server the way vLLM's benchmark_serving does.
+
+Requests go to /completions with `stream: true`; each streamed chunk is one token (TTFT is the
+first chunk, ITL the gaps between chunks). Output length is fixed where the server allows:
+`ignore_eos` (vLLM, llama.cpp's llama-server) and `min_tokens` (llama-cpp-python's server)
+are both sent. Arrivals follow a Poisson process at `request_rate` (inf: all at once, as in
+vLLM), at most `concurrency` requests in flight; each concurrency level is a separate run.
+Goodput is the rate of requests that meet every SLO (vLLM's --goodput).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from regress.bench.latency import LatencyResult, RequestTiming, summarise
+from regress.errors import BadInput
+
+_SLO_KEYS = ("ttft", "tpot", "e2el")
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """`ttft=500ms,tpot=50ms,e2el=2s` as milliseconds by metric."""
+    slo = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        match = re.fullmatch(r"(\w+)=([0-9.]+)(ms|s)?", part)
+        if not match or match.group(1) not in _SLO_KEYS:
+            raise BadInput(f"--slo: expected ttft=500ms,tpot=50ms,e2el=2s, got {part!r}")
+        scale = 1000.0 if match.group(3) == "s" else 1.0
+        slo[match.group(1)] = float(match.group(2)) * scale
+    return slo
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    """One server, one served model, the load to put on it."""
+
+    base_url: str
+    """The API root, e.g. http://127.0.0.1:8000/v1."""
+    model: str
+    prompts: tuple[str, ...]
+    output_len: int = 64
+    num_requests: int = 32
+    concurrency: tuple[int, ...] = (1,)
+    request_rate: float = math.inf
+    slo_ms: Mapping[str, float] = field(default_factory=dict)
+    timeout_s: float = 600.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ServingLevel:
+    """One concurrency level's run."""
+
+    concurrency: int
+    request_rate: float
+    failed: int
+    """Requests that ended in an error (not in the latency figures)."""
+    errors: tuple[str, ...]
+    """The first few error messages."""
+    latency: LatencyResult
+    goodput: float | None
+    """Requests per second meeting every SLO; None without --slo."""
+
+
+def meets(request: RequestTiming, slo_ms: Mapping[str, float]) -> bool:
+    """Whether one request meets every SLO (vLLM's goodput rule)."""
+    values = {"ttft": request.ttft_ms, "tpot": request.tpot_ms, "e2el": request.e2el_ms}
+    return all(not values[k] > limit for k, limit in slo_ms.items())
+
+
+async def _one(client, options: ServingOptions, index: int, prompt: str) -> RequestTiming:
+    payload = {
+        "model": options.model,
+        "prompt": prompt,
+        "max_tokens": options.output_len,
+        "min_tokens": options.output_len,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    start = time.perf_counter()
+    stamps: list[float] = []
+    prompt_tokens = 0
+    async with client.stream("POST", "/completions", json=payload) as response:
+        if response.status_code != 200:
+            body = (await response.aread()).decode(errors="replace")[:200]
+            raise RuntimeError(f"HTTP {response.status_code}: {body}")
+        async for line in response.aiter_lines():
+            if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                continue
+            chunk = json.loads(line[5:])
+            if chunk.get("usage"):
+                prompt_tokens = int(chunk["usage"].get("prompt_tokens") or 0)
+            if chunk.get("choices"):
+                stamps.append(time.perf_counter())
+    if not stamps:
+        raise RuntimeError("the server streamed no token")
+    ms = [1000.0 * (t - start) for t in stamps]
+    gaps = tuple(b - a for a, b in zip(ms, ms[1:], strict=False))
+    return RequestTiming(index, prompt_tokens, len(ms), ms[0], ms[-1], gaps)
+
+
+async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
+    import httpx
+
+    rng = np.random.default_rng(options.seed)
+    gate = asyncio.Semaphore(concurrency)
+    timeout = httpx.Timeout(options.timeout_s)
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(base_url=options.base_url, timeout=timeout, limits=limits) as c:
+
+        async def send(i: int) -> RequestTiming | str:
+            async with gate:
+                try:
+                    return await _one(c, options, i, options.prompts[i % len(options.prompts)])
+                except (httpx.HTTPError, RuntimeError, json.JSONDecodeError) as exc:
+                    return f"{type(exc).__name__}: {exc}"
+
+        tasks = []
+        start = time.perf_counter()
+        for i in range(options.num_requests):
+            tasks.append(asyncio.create_task(send(i)))
+            if math.isfinite(options.request_rate):
+                await asyncio.sleep(rng.exponential(1.0 / options.request_rate))
+        done = await asyncio.gather(*tasks)
+        duration = time.perf_counter() - start
+    ok = [r for r in done if isinstance(r, RequestTiming)]
+    errors = [r for r in done if isinstance(r, str)]
+    good = sum(meets(r, options.slo_ms) for r in ok)
+    return ServingLevel(
+        concurrency=concurrency,
+        request_rate=options.request_rate,
+        failed=len(errors),
+        errors=tuple(errors[:3]),
+        latency=summarise(ok, duration),
+        goodput=good / duration if options.slo_ms else None,
+    )
+
+
+def run_serving(options: ServingOptions) -> tuple[ServingLevel, ...]:
+    """Each concurrency level in turn, after one untimed warm-up request."""
+    asyncio.run(_level(replace(options, num_requests=1), 1))
+    return tuple(asyncio.run(_level(options, n)) for n in options.concurrency)

@@ -1,0 +1,162 @@
+"""Bench Markdown against exact text, JSON Lines rows, and the HTML report's charts, from a
+synthetic run (no model: the renderers are pure functions)."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from regress.bench.latency import RequestTiming, summarise
+from regress.bench.render import render_json, render_jsonl, render_markdown
+from regress.bench.resources import Resources, Sample
+from regress.bench.run import BenchOptions, BenchRun, ModelBench
+from regress.bench.summary import rate_stat
+from regress.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.manifest import ModelInfo
+from regress.report.charts import CHARTS
+from regress.report.html import figure_json, render_html
+from regress.report.sources import bench_models, load_inputs
+
+BASELINE = Path(__file__).resolve().parents[1] / "baselines" / "main"
+SHA = json.loads((BASELINE / "manifest.json").read_text())["model"]["sha256"]
+
+
+def _run() -> BenchRun:
+    model = ModelInfo(
+        ref="smollm2-135m",
+        sha256=SHA,
+        architecture="llama",
+        quantization="Q4_1",
+        n_params=134_515_008,
+        size_bytes=98_362_432,
+    )
+    fingerprint = RuntimeFingerprint(
+        "llama_cpp",
+        "0.3.36",
+        {"n_ctx": 2048, "threads": 2},
+        hardware=HardwarePath(kernels="AVX2", threads=2),
+        build={"system_info": "AVX2 = 1 | "},
+    )
+    requests = [
+        RequestTiming(0, 7, 4, 50.0, 80.0, (10.0, 10.0, 10.0)),
+        RequestTiming(1, 31, 4, 150.0, 190.0, (10.0, 10.0, 20.0)),
+    ]
+    resources = Resources(
+        interval_s=0.01,
+        mean_interval_s=0.0102,
+        max_gap_s=0.013,
+        start_rss_bytes=100 << 20,
+        peak_rss_bytes=300 << 20,
+        cpu_percent_mean=180.4,
+        cpu_count=2,
+        gpu=None,
+        gpu_note="no GPU: NVML unavailable (Driver Not Loaded)",
+        phases=(("load", 0.0), ("pp512", 0.2)),
+        timeline=(Sample(0.0, 100 << 20, 0.0), Sample(0.01, 300 << 20, 190.0)),
+    )
+    result = ModelBench(
+        model,
+        fingerprint,
+        0.25,
+        (rate_stat(512, 0, [2 * 10**9, 2 * 10**9]), rate_stat(0, 128, [10**9, 2 * 10**9])),
+        summarise(requests, 0.5),
+        resources,
+    )
+    options = BenchOptions(models=("smollm2-135m",), prompts=("a", "b"), runs=1, output_len=4)
+    return BenchRun("2026-12-01T18:00:00Z", "0.1.0", options, (result,))
+
+
+MARKDOWN = """\
+| model | size | params | backend | threads | test | t/s |
+| --- | ---: | ---: | --- | ---: | ---: | ---: |
+| llama Q4_1 | 93.81 MiB | 134.52 M | llama_cpp | 2 | pp512 | 256.00 ± 0.00 |
+| llama Q4_1 | 93.81 MiB | 134.52 M | llama_cpp | 2 | tg128 | 96.00 ± 45.25 |
+
+Requests: 2 prompts (builtin) x 1, 4 output tokens each (EOS ignored), one at a time. \
+Milliseconds, vLLM's definitions.
+
+| model | TTFT mean / p50 / p99 | TPOT mean / p50 / p99 | ITL mean / p99 | \
+E2EL mean / p50 / p95 / p99 | output tok/s |
+| --- | ---: | ---: | ---: | ---: | ---: |
+| smollm2-135m | 100.0 / 100.0 / 149.0 | 11.7 / 11.7 / 13.3 | 11.7 / 19.5 | \
+135.0 / 135.0 / 184.5 / 188.9 | 16.00 |
+
+| model | load s | RSS at start | peak RSS | CPU % (of N cores) | GPU | sampler |
+| --- | ---: | ---: | ---: | ---: | --- | --- |
+| smollm2-135m | 0.25 | 100.00 MiB | 300.00 MiB | 180 (2) | \
+no GPU: NVML unavailable (Driver Not Loaded) | every 10.2 ms (max gap 13.0) |
+
+System info: `AVX2 = 1 |`
+"""
+
+
+def test_markdown_is_llama_bench_table_then_vllm_latencies_then_resources():
+    assert render_markdown(_run()) == MARKDOWN.replace("\\\n", "")
+
+
+def test_jsonl_has_one_row_per_measurement_with_sha_and_fingerprint():
+    rows = [json.loads(line) for line in render_jsonl(_run()).splitlines()]
+    assert [r["measurement"] for r in rows] == [
+        "load",
+        "pp512",
+        "tg128",
+        "ttft",
+        "tpot",
+        "itl",
+        "e2el",
+        "output_throughput",
+        "peak_rss",
+        "cpu",
+        "gpu",
+    ]
+    assert all(r["model_sha256"] == SHA and r["fingerprint"]["version"] == "0.3.36" for r in rows)
+    assert rows[2]["samples"] == [128.0, 64.0]
+    assert rows[-1]["value"] is None and rows[-1]["note"].startswith("no GPU")
+
+
+class _Checker(HTMLParser):
+    """Every opened element is closed (void elements aside) and no script is external."""
+
+    VOID = {"meta", "br", "img", "input", "link", "hr"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if dict(attrs).get("src") or (tag == "link" and dict(attrs).get("href")):
+            self.external.append(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack.pop() == tag, tag
+
+
+def test_html_report_holds_every_chart_offline(tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(render_json(_run()))
+    page = render_html(load_inputs([BASELINE, bench]))
+    checker = _Checker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == [] and checker.external == []
+    assert "Plotly.newPlot" in page and "plotly.js" in page.lower()
+    for chart in CHARTS:
+        figure = go.Figure(figure_json(page, chart))  # validates against plotly's schema
+        assert figure.layout.title.text, chart
+    # the bench and the baseline are the same model file: the tradeoff charts are drawn
+    for chart in ("accuracy_vs_latency", "accuracy_vs_memory", "radar", "history"):
+        assert figure_json(page, chart)["data"], chart
+    scatter = figure_json(page, "accuracy_vs_memory")["data"][0]
+    assert scatter["x"] == [300.0] and 0 < scatter["y"][0] < 1
+
+
+def test_bench_json_reads_back_for_the_report():
+    (model,) = bench_models(json.loads(render_json(_run())))
+    assert model.sha256 == SHA and model.rates == {"pp512": 256.0, "tg128": 96.0}
+    assert model.ttft_ms == (50.0, 150.0) and model.e2el_p50 == 135.0
