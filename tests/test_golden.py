@@ -77,7 +77,7 @@ def test_items_become_requests_and_scores(tmp_path: Path) -> None:
     choice, generate = task.examples(DataSource())
     assert [r.continuation for r in choice.requests] == [" Paris", " Lyon"]
     assert choice.requests[0].context == ITEMS[0]["input"] and choice.target == 0
-    assert generate.requests == (GenerateRequest("2 + 2 =", ("\n",), 4),)
+    assert generate.requests == (GenerateRequest("2 + 2 =", ("\n\n",), 4),)
     right = task.score(
         choice, [LoglikelihoodResult(-1.0, True, 1), LoglikelihoodResult(-3.0, False, 1)]
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from regress.errors import BadInput
 from regress.requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingResult
+from regress.task_listing import ListOptions, list_tasks
 from regress.tasks import DataSource
 from regress.tasks.catalog import load_catalog
 from regress.tasks.yaml_task import exact_match, f1, mcc
@@ -310,3 +312,27 @@ def test_cli_names_the_bad_key_in_one_line(tasks_dir: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1
     assert "key 'use_prompt' is not supported" in proc.stderr
+
+
+def test_tasks_lists_loaded_and_builtin_tasks(tasks_dir: Path) -> None:
+    write(tasks_dir, "sums.yaml", "include: _base.yml.inc\ntask: sums\n")
+    golden = tasks_dir / "must.jsonl"
+    golden.write_text(json.dumps({"id": "a", "input": "2 + 2 =", "expected": "4"}) + "\n")
+    catalog = load_catalog([tasks_dir], [golden])
+    rows = {r.name: r for r in list_tasks(catalog, ListOptions(source=NONE))}
+    assert rows["sums"].source.endswith("sums.yaml") and rows["sums"].size == 3
+    assert (rows["sums"].output_type, rows["sums"].metrics) == (
+        "multiple_choice",
+        ("acc", "acc_norm"),
+    )
+    assert rows["golden_must"].metrics == ("pass", "must_pass") and rows["golden_must"].size == 1
+    # Without data a built-in task is listed with no size and the reason.
+    assert rows["arc_easy"].source == "built-in" and rows["arc_easy"].size is None
+    assert "--data-dir" in rows["arc_easy"].note
+    proc = subprocess.run(
+        [sys.executable, "-m", "regress.cli", "tasks", "--include-path", str(tasks_dir),
+         "--golden", str(golden), "sums", "golden_must"],
+        capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "│ sums " in proc.stdout and "│ golden_must " in proc.stdout

@@ -20,6 +20,7 @@ from regress.cli.proxy import proxy
 from regress.cli.quantize import quantize
 from regress.cli.report import report
 from regress.cli.selftest import selftest_command
+from regress.cli.tasks import tasks_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -52,6 +53,7 @@ for command in (
     quantize,
     selftest_command,
     report,
+    tasks_command,
 ):
     cli.add_command(command)
 

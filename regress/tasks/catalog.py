@@ -61,9 +61,14 @@ class TaskCatalog:
         return [*list_tasks(), *sorted(self.loaded)]
 
     def source(self, task: Task) -> str:
-        """Where a task is defined: `built-in`, or its file."""
+        """Where a task is defined: `built-in`, or its file (relative to the working folder)."""
         path = getattr(task, "path", None)
-        return "built-in" if path is None else str(path)
+        if path is None:
+            return "built-in"
+        try:
+            return str(Path(path).resolve().relative_to(Path.cwd()))
+        except ValueError:  # outside the working folder: the whole path
+            return str(path)
 
     def golden_names(self) -> dict[tuple[str, int], str]:
         """(task, doc_id) -> item id of every golden-set item, for reports."""

@@ -16,8 +16,8 @@ Every item has an `id` (unique, the name reports use), an `input` (the exact pro
 - `expected` (a string or a list of acceptable strings) with `match`: `exact` (default),
   `contains`, `startswith` or `regex` (Python `re.search`), and `ignore_case`: the model
   generates greedily up to `max_tokens` (default 64) or a stop string in `until` (default
-  `["\\n"]`); the answer, stripped of surrounding whitespace, passes when it matches any
-  expected string.
+  `["\\n\\n"]`, a blank line); the answer, stripped of surrounding whitespace, passes when
+  it matches any expected string.
 
 Any other key is an error naming the file and line. The item, flags included, is the
 document: changing an item or its `must_pass` flag changes its doc_hash, so a baseline made
@@ -48,7 +48,8 @@ from regress.tasks.multiple_choice import ChoiceScores, argmax_choices
 
 MATCHES = ("exact", "contains", "startswith", "regex")
 MAX_TOKENS = 64
-UNTIL = ("\n",)
+UNTIL = ("\n\n",)
+"""A blank line ends an answer (a chat model often starts its answer on a new line)."""
 _COMMON = {"id", "input", "tags", "must_pass"}
 _CHOICE_KEYS = _COMMON | {"choices", "answer"}
 _GENERATE_KEYS = _COMMON | {"expected", "match", "ignore_case", "max_tokens", "until"}
