@@ -97,6 +97,8 @@ class UnitSelftest:
     points: tuple[SelftestPoint, ...]
     mde: float | None
     """Smallest drop the gate flags as REGRESSION in at least `power` of the runs."""
+    largest_drop: float = 0.0
+    """The largest drop these examples can show at this discordance (the MDE's search range)."""
     simulated: bool = True
     """False for units that are not right/wrong (scores, perplexity): not simulated."""
 
@@ -132,7 +134,9 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
         rule = Rule(unit_policy.rule or policy.rule)
         if unit_groups_ is None:
             results.append(
-                UnitSelftest(name, 0, 0, unit_policy.gate, rule, threshold, psi, (), None, False)
+                UnitSelftest(
+                    name, 0, 0, unit_policy.gate, rule, threshold, psi, (), None, simulated=False
+                )
             )
             continue
 
@@ -143,6 +147,7 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
             return _point(groups, names, gated, target, drop, psi, policy, options.runs, rng)
 
         points = tuple(chances(drop) for drop in options.drops)
+        largest = largest_drop(unit_groups_, psi)
         n = int(unit_groups_.right.sum() + unit_groups_.wrong.sum())
         population = n if unit_groups_.population is None else int(unit_groups_.population.sum())
         results.append(
@@ -155,7 +160,8 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
                 threshold=threshold,
                 discordance=psi,
                 points=points,
-                mde=_mde(chances, psi, policy.power) if unit_policy.gate else None,
+                mde=_mde(chances, largest, policy.power) if unit_policy.gate else None,
+                largest_drop=largest,
             )
         )
     return SelftestResult(
@@ -260,6 +266,16 @@ def flip_chances(groups: Groups, drop: float, psi: float) -> tuple[np.ndarray, n
             "baseline's examples can give; lower --discordance or the drop"
         )
     return to_wrong, to_right
+
+
+def largest_drop(groups: Groups, psi: float) -> float:
+    """The largest drop these examples can show at discordance ψ (no flip chance above 1)."""
+    total = float(np.sum(groups.weight * (groups.right + groups.wrong)))
+    mass_right = float(np.sum(groups.weight * groups.right * groups.propensity))
+    top = float(np.max(groups.propensity, where=groups.right > 0, initial=0.0))
+    if top <= 0:
+        return 0.0
+    return min(psi, 2 * mass_right / (total * top) - psi)
 
 
 @dataclass(frozen=True)
@@ -382,10 +398,10 @@ def _point(
     )
 
 
-def _mde(chances: Callable[[float], SelftestPoint], psi: float, power: float) -> float | None:
-    """Smallest drop (to 0.1 point) flagged as REGRESSION in `power` of the runs."""
-    low, high = 0.0, psi
-    if chances(high).regression < power:
+def _mde(chances: Callable[[float], SelftestPoint], high: float, power: float) -> float | None:
+    """Smallest drop (to 0.1 point, up to `high`) flagged as REGRESSION in `power` of runs."""
+    low = 0.0
+    if high <= 0 or chances(high).regression < power:
         return None
     while high - low > 0.001:
         mid = (low + high) / 2

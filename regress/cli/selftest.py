@@ -107,7 +107,7 @@ def show(result: SelftestResult) -> None:
         mde = (
             f"{unit.mde * 100:.1f} pts"
             if unit.mde is not None
-            else f"none up to {unit.discordance * 100:.1f} pts"
+            else f"none up to {unit.largest_drop * 100:.1f} pts (the most these examples can drop)"
         )
         click.echo(
             f"{unit.name}: minimum detectable drop (REGRESSION in {result.power:.0%} of runs): "
