@@ -158,7 +158,7 @@ def _golden_and_calibration(
     """Add the golden-set rules (a failure is a REGRESSION whatever the statistics said) and
     the multiple-choice calibration (reported only) to a comparison."""
     golden = judge_golden(
-        baseline, candidate, options.policy.max_relative_drop, options.tasks.golden_names()
+        baseline, candidate, options.policy.max_relative_drop, options.tasks.golden_items()
     )
     shared = [info for name, info in baseline.manifest.tasks.items() if name in candidate.records]
     calibration = compare_calibration(baseline, candidate, units_of(shared))

@@ -12,7 +12,8 @@ need no statistics and fail the gate on their own:
   baseline's: (baseline - candidate) / baseline > 0.05 fails.
 
 A task is a golden set when its records carry the `must_pass` metric, so the rules read the
-stored records alone; item names come from the golden file when the caller has it.
+stored records alone; item names (and choice texts) come from the golden file when the
+caller has it.
 """
 
 from __future__ import annotations
@@ -71,14 +72,23 @@ def _passed(record: Record) -> bool:
     return record.ok and record.correct == 1
 
 
+def _shown(answer: Any, item: Mapping[str, Any]) -> Any:
+    """A choice index as its text, when the item is known."""
+    choices = item.get("choices")
+    if choices and isinstance(answer, int) and 0 <= answer < len(choices):
+        return choices[answer]
+    return answer
+
+
 def judge_golden(
     baseline: Run,
     candidate: Run,
     max_relative_drop: float,
-    names: Mapping[tuple[str, int], str] | None = None,
+    items: Mapping[tuple[str, int], Mapping[str, Any]] | None = None,
 ) -> tuple[GoldenResult, ...]:
-    """Both rules for every golden set the two runs share, in task order."""
-    names = names or {}
+    """Both rules for every golden set the two runs share, in task order; `items` maps
+    (task, doc_id) to the golden file's item, to name it in reports."""
+    items = items or {}
     tasks = [
         info
         for name, info in sorted(baseline.manifest.tasks.items())
@@ -92,13 +102,14 @@ def judge_golden(
         for base, cand in pairs:
             if not base.metrics.get("must_pass") or _passed(cand):
                 continue
+            source = items.get((info.name, base.doc_id), {})
             item = GoldenItem(
                 task=info.name,
                 doc_id=base.doc_id,
-                name=names.get((info.name, base.doc_id), f"doc {base.doc_id}"),
-                target=base.target,
-                baseline_pred=base.pred,
-                candidate_pred=cand.pred,
+                name=str(source.get("id", f"doc {base.doc_id}")),
+                target=_shown(base.target, source),
+                baseline_pred=_shown(base.pred, source),
+                candidate_pred=_shown(cand.pred, source),
                 candidate_status=str(cand.status),
             )
             (regressed if _passed(base) else still).append(item)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from regress.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, task_groups
@@ -70,10 +71,10 @@ class TaskCatalog:
         except ValueError:  # outside the working folder: the whole path
             return str(path)
 
-    def golden_names(self) -> dict[tuple[str, int], str]:
-        """(task, doc_id) -> item id of every golden-set item, for reports."""
+    def golden_items(self) -> dict[tuple[str, int], dict[str, Any]]:
+        """(task, doc_id) -> every golden-set item, so reports can name items and choices."""
         return {
-            (task.name, doc_id): item["id"]
+            (task.name, doc_id): item
             for task in self.loaded.values()
             if isinstance(task, GoldenTask)
             for doc_id, item in enumerate(task.items)
