@@ -30,6 +30,8 @@ from regress.stats import SEED
 
 MIN_PER_STRATUM = 10
 """The floor of every stratum's sample: enough for its variance to be estimated."""
+DEFENSIVE_SHARE = 0.25
+"""The lowest flip rate the allocation assumes for a stratum, as a share of the mean rate."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,9 @@ class ProxyOptions:
 
     budget: int
     """Examples in the proxy, over all units."""
-    strata: int = 5
-    """Margin strata per unit (fewer when a unit is too small to give each the floor)."""
+    strata: int = 10
+    """Margin strata per unit: deciles, as calibrations are measured (fewer when a unit is too
+    small to give each the floor)."""
     seed: int = SEED
     calibration: Calibration = calibrations.DEFAULT
     min_per_stratum: int = MIN_PER_STRATUM
@@ -56,9 +59,14 @@ def build_proxy(parent: Run, name: str, options: ProxyOptions) -> Run:
             " gate against it directly"
         )
     rates = [options.calibration.flip_rate(q) for q, _ in members]
+    # Defensive allocation: no stratum is assumed to flip less than a share of the mean rate,
+    # so a candidate whose changes spread further than the calibration's still gets measured
+    # where the calibration saw none (a Q8_0-only calibration made Q4_0's proxy worse than
+    # a uniform sample; bench/proxy_efficiency.py).
+    assumed = np.maximum(rates, DEFENSIVE_SHARE * float(np.mean(rates)))
     sizes = allocate(
         [len(m) for _, m in members],
-        [len(m) * math.sqrt(max(rate, 0.0)) for rate, (_, m) in zip(rates, members, strict=True)],
+        [len(m) * math.sqrt(rate) for rate, (_, m) in zip(assumed, members, strict=True)],
         options.budget,
         options.min_per_stratum,
     )
@@ -119,6 +127,8 @@ def allocate(populations: list[int], weights: list[float], budget: int, floor: i
         share = np.where(fixed, 0.0, weight)
         if share.sum() <= 0:
             share = np.where(fixed, 0.0, pop)
+        if share.sum() <= 0:  # every stratum is at a bound already
+            break
         target = np.where(fixed, size, free * share / share.sum())
         under, over = ~fixed & (target < low), ~fixed & (target > pop)
         if not (under.any() or over.any()):

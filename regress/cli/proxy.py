@@ -38,7 +38,11 @@ def proxy() -> None:
 @click.option("--budget", type=click.IntRange(2), required=True, help="Examples in the proxy.")
 @click.option("--name", required=True, help="Name of the proxy baseline to write.")
 @click.option(
-    "--strata", type=click.IntRange(1), default=5, show_default=True, help="Margin strata per unit."
+    "--strata",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Margin strata per unit.",
 )
 @click.option("--seed", type=int, default=SEED, show_default=True, help="Sampling seed.")
 @click.option(
