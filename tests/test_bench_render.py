@@ -160,3 +160,24 @@ def test_bench_json_reads_back_for_the_report():
     (model,) = bench_models(json.loads(render_json(_run())))
     assert model.sha256 == SHA and model.rates == {"pp512": 256.0, "tg128": 96.0}
     assert model.ttft_ms == (50.0, 150.0) and model.e2el_p50 == 135.0
+
+
+def test_cli_bad_inputs_are_one_line_exit_2(tmp_path):
+    from click.testing import CliRunner
+
+    from regress.cli import cli
+
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    runner = CliRunner()
+    cases = [
+        (["report", str(other), "-o", str(tmp_path / "r.html")], "neither a run folder"),
+        (["bench", "-m", "m", "-p", "0", "-n", "0", "--output-len", "0"], "nothing to measure"),
+        (["bench", "-m", "smollm2-135m", "-p", "x"], "--n-prompt: expected comma-separated"),
+        (["bench", "-m", "m", "--backend", "openai", "--slo", "ttft=fast"], "--slo: expected"),
+        (["compare", "-m", "a,b", "--max-memory", "lots"], "--max-memory: expected a size"),
+    ]
+    for args, message in cases:
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.output

@@ -33,7 +33,7 @@ import copy
 import gc
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,8 @@ class HFBackend:
         )
         self._available_memory = psutil.virtual_memory().available
         self._head_only = self._head_reproduces_logits()
+        self._bench_kv: Any = None
+        """`regress bench`'s key/value cache of the sequence being timed."""
 
     @property
     def prefix_token_id(self) -> int:
@@ -205,6 +207,60 @@ class HFBackend:
             if progress:
                 progress(1)
         return results
+
+    # -- timed paths for `regress bench` ---------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        """Size of the model's vocabulary (random benchmark tokens are drawn below it)."""
+        return int(self.model.config.vocab_size)
+
+    def clear_cache(self) -> None:
+        """Drop the benchmark's key/value cache: the next tokens start a new sequence."""
+        self._bench_kv = None
+
+    def _step(self, tokens: Sequence[int]) -> torch.Tensor:
+        """Run `tokens` after the cached ones; the logits of the last token only, as
+        llama-bench asks llama.cpp for them."""
+        with torch.inference_mode():
+            out = self.model(
+                torch.tensor([list(tokens)], device=self._device),
+                cache=self._bench_kv,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        self._bench_kv = out.cache
+        return out.logits[0, -1]
+
+    def process_prompt(self, tokens: Sequence[int]) -> None:
+        """llama-bench's prompt test: the tokens in one forward pass."""
+        self._step(tokens)
+
+    def generate_tokens(self, tokens: Sequence[int], n_past: int = 0) -> None:
+        """llama-bench's generation test: one forward per given token, after the cache."""
+        for token in tokens:
+            self._step([token])
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` as a prompt."""
+        return len(self._encode(text))
+
+    def stream(self, prompt: str, max_tokens: int) -> Iterator[int]:
+        """Greedy continuation of `prompt`, a token at a time with the key/value cache;
+        end-of-sequence does not stop it (vLLM's ignore_eos)."""
+        ids = self._encode(prompt)
+        if not ids or len(ids) + max_tokens > self.max_length:
+            raise BadInput(
+                f"a prompt of {len(ids)} tokens + {max_tokens} new does not fit max_length "
+                f"{self.max_length}"
+            )
+        self.clear_cache()
+        logits = self._step(ids)
+        for k in range(max_tokens):
+            token = int(torch.argmax(logits))
+            yield token
+            if k + 1 < max_tokens:
+                logits = self._step([token])
+        self.clear_cache()
 
     def fingerprint(self) -> RuntimeFingerprint:
         """Library versions, every load setting that can change a log-prob, and the kernels

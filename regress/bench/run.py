@@ -27,7 +27,7 @@ from regress.manifest import ModelInfo
 from regress.models import model_info
 
 SCHEMA = "regress-bench/1"
-TIMED_BACKENDS = ("llama_cpp",)
+TIMED_BACKENDS = ("llama_cpp", "hf")
 """In-process backends with the timed paths bench needs (prompt and generation tests,
 streaming); `openai` servers are measured over HTTP (regress.bench.serving)."""
 
@@ -74,6 +74,8 @@ class BenchOptions:
             )
         if self.runs < 1 or self.warmup < 0 or self.output_len < 0:
             raise BadInput("bench: --runs must be >= 1, --warmup and --output-len >= 0")
+        if not (self.n_prompt or self.n_gen or self.output_len) and self.backend != "openai":
+            raise BadInput("bench: nothing to measure (-p 0 -n 0 --output-len 0)")
         if any(n < 1 for n in (*self.n_prompt, *self.n_gen)):
             raise BadInput("bench: -p and -n sizes must be >= 1")
         if not 0 < self.sample_interval_s <= 0.01:

@@ -89,7 +89,7 @@ async def _one(client, options: ServingOptions, index: int, prompt: str) -> Requ
     }
     start = time.perf_counter()
     stamps: list[float] = []
-    prompt_tokens = 0
+    usage: dict[str, int] = {}
     async with client.stream("POST", "/completions", json=payload) as response:
         if response.status_code != 200:
             body = (await response.aread()).decode(errors="replace")[:200]
@@ -99,14 +99,18 @@ async def _one(client, options: ServingOptions, index: int, prompt: str) -> Requ
                 continue
             chunk = json.loads(line[5:])
             if chunk.get("usage"):
-                prompt_tokens = int(chunk["usage"].get("prompt_tokens") or 0)
-            if chunk.get("choices"):
+                usage = chunk["usage"]
+            choice = (chunk.get("choices") or [{}])[0]
+            # A token's chunk (its text may be empty: half of a UTF-8 character), not the
+            # closing chunk some servers send with only a finish_reason.
+            if choice and (choice.get("text") or not choice.get("finish_reason")):
                 stamps.append(time.perf_counter())
     if not stamps:
         raise RuntimeError("the server streamed no token")
     ms = [1000.0 * (t - start) for t in stamps]
     gaps = tuple(b - a for a, b in zip(ms, ms[1:], strict=False))
-    return RequestTiming(index, prompt_tokens, len(ms), ms[0], ms[-1], gaps)
+    n_out = int(usage.get("completion_tokens") or len(ms))
+    return RequestTiming(index, int(usage.get("prompt_tokens") or 0), n_out, ms[0], ms[-1], gaps)
 
 
 async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:

@@ -192,9 +192,11 @@ def _write(path: Path, run: BenchRun) -> None:
 @click.option(
     "--output",
     "-o",
+    "outputs",
+    multiple=True,
     type=click.Path(path_type=Path),
-    default=None,
-    help="Write results: .json (everything), .jsonl (one row per measurement) or .md.",
+    help="Write results (repeatable): .json (everything), .jsonl (one row per measurement) "
+    "or .md. With --baseline: the gate's Markdown.",
 )
 @handles_errors
 def bench(
@@ -215,7 +217,7 @@ def bench(
     baseline: str | None,
     baseline_args: str | None,
     policy_path: Path | None,
-    output: Path | None,
+    outputs: tuple[Path, ...],
 ) -> None:
     """Measure speed and resources: llama-bench's pp/tg rates, vLLM's request latencies
     (TTFT, TPOT, ITL, E2EL), peak RSS and CPU sampled every 10 ms, GPU through NVML.
@@ -230,8 +232,9 @@ def bench(
           --concurrency 1,4,16 --slo ttft=500ms,tpot=50ms -o serve.json
       regress bench --baseline smollm2-135m -m candidate.gguf --policy policy.yaml -r 3
     """
-    if output is not None and output.is_dir():
-        raise BadInput(f"--output {output} is a folder; give a file name")
+    for output in outputs:
+        if output.is_dir():
+            raise BadInput(f"--output {output} is a folder; give a file name")
     require_extra("psutil")
     from regress.bench.run import BenchOptions, run_bench
     from regress.bench.serving import parse_slo
@@ -248,7 +251,7 @@ def bench(
             warmup,
             output_len,
             policy_path,
-            output,
+            outputs,
         )
         return
     options = BenchOptions(
@@ -270,7 +273,7 @@ def bench(
     )
     run = run_bench(options, lambda line: stderr.print(line, highlight=False))
     stdout().print(_table(run))
-    if output is not None:
+    for output in outputs:
         _write(output, run)
         stderr.print(f"wrote {output}")
 
@@ -286,7 +289,7 @@ def _speed_gate(
     warmup: int,
     output_len: int,
     policy_path: Path | None,
-    output: Path | None,
+    outputs: tuple[Path, ...],
 ) -> None:
     """`--baseline`: one gate per candidate; exit 1 if any is significantly slower."""
     from regress.bench.render import render_speed_gate
@@ -313,6 +316,6 @@ def _speed_gate(
         slower |= result.decision.verdict == SpeedVerdict.SLOWER
         texts.append(render_speed_gate(result))
     stdout().print("\n".join(texts), markup=False, highlight=False)
-    if output is not None:
+    for output in outputs:
         write_report(output, "\n".join(texts))
     exit_with(ExitCode.REGRESSION if slower else ExitCode.OK)

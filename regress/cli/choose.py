@@ -119,6 +119,12 @@ def compare_models(
     from regress.bench.run import BenchOptions
     from regress.report.sources import load_inputs
 
+    # Checked before anything runs, so a typo costs no benchmark.
+    limits = Constraints(
+        max_memory_bytes=parse_bytes(max_memory) if max_memory else None,
+        min_tps=min_tps,
+        max_ttft_ms=max_ttft,
+    )
     models = [m.strip() for text in model_lists for m in text.split(",") if m.strip()]
     args = parse_args(model_args)
     given = load_inputs(list(inputs)) if inputs else None
@@ -143,11 +149,6 @@ def compare_models(
         given.bench if given else [],
         options,
         lambda line: stderr.print(line, highlight=False),
-    )
-    limits = Constraints(
-        max_memory_bytes=parse_bytes(max_memory) if max_memory else None,
-        min_tps=min_tps,
-        max_ttft_ms=max_ttft,
     )
     choice = choose(contenders, limits)
     stdout().print(_table(choice))

@@ -6,6 +6,7 @@ data it needs says so in its title rather than disappearing.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -280,7 +281,7 @@ def history(inputs: Inputs) -> go.Figure:
     for model in sorted({r.model for r in inputs.accuracy}):
         runs = sorted((r for r in inputs.accuracy if r.model == model), key=lambda r: r.created)
         fig.add_scatter(
-            x=[r.created for r in runs],
+            x=[_utc(r.created) for r in runs],
             y=[r.accuracy for r in runs],
             text=[r.name for r in runs],
             mode="lines+markers",
@@ -291,7 +292,7 @@ def history(inputs: Inputs) -> go.Figure:
     for model in sorted({m.model for m in inputs.bench}):
         runs = sorted((m for m in inputs.bench if m.model == model), key=lambda m: m.created)
         fig.add_scatter(
-            x=[m.created for m in runs],
+            x=[_utc(m.created) for m in runs],
             y=[m.rate("tg") for m in runs],
             mode="lines+markers",
             name=f"{model} (bench)",
@@ -300,6 +301,14 @@ def history(inputs: Inputs) -> go.Figure:
         )
     fig.update_layout(title="History across stored runs")
     return fig
+
+
+def _utc(created: str) -> str:
+    """An ISO timestamp as plotly's date axis reads it (UTC, no zone suffix)."""
+    when = dt.datetime.fromisoformat(created)
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC).replace(tzinfo=None)
+    return when.isoformat(sep=" ")
 
 
 def _color(i: int) -> str:
