@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from regress.cli.common import task_catalog
+from regress.config import load_suite
 from regress.errors import BadInput
 from regress.requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingResult
+from regress.runner import suite_specs
 from regress.task_listing import ListOptions, list_tasks
 from regress.tasks import DataSource
 from regress.tasks.catalog import load_catalog
@@ -336,3 +339,24 @@ def test_tasks_lists_loaded_and_builtin_tasks(tasks_dir: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "│ sums " in proc.stdout and "│ golden_must " in proc.stdout
+
+
+def test_a_suite_names_task_files_and_golden_sets(tasks_dir: Path) -> None:
+    write(tasks_dir, "tasks/sums.yaml", "include: ../_base.yml.inc\ntask: sums\n")
+    write(tasks_dir, "golden/must.jsonl", json.dumps({"id": "a", "input": "x", "expected": "y"}))
+    suite_path = write(
+        tasks_dir,
+        "suite.yaml",
+        "name: ours\ntasks:\n  - {task: tasks/sums.yaml, limit: 2}\n  - golden/must.jsonl\n"
+        "  - {task: builtin_dates, limit: 3}\n",
+    )
+    suite = load_suite(suite_path)
+    specs = suite_specs(suite, task_catalog((), (), suite))
+    assert [(s.task.name, s.limit) for s in specs] == [
+        ("sums", 2),
+        ("golden_must", None),
+        ("builtin_dates", 3),
+    ]
+    # The same file given twice (suite entry and --golden) is one task, not a clash.
+    again = task_catalog((), (tasks_dir / "golden" / "must.jsonl",), suite)
+    assert [t.name for t in again.get(["golden_must"])] == ["golden_must"]
