@@ -24,6 +24,7 @@ from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.policy import Policy
 from regress.proxy import ProxyOptions, build_proxy
 from regress.records import Record
+from regress.rules import Rule
 from regress.selftest import SelftestOptions, judge_counts, overall_verdicts, unit_groups
 from regress.store import Store
 
@@ -184,10 +185,11 @@ def test_build_refuses_what_a_proxy_cannot_estimate(parent):
 
 
 @pytest.mark.parametrize("proxied", [False, True])
-def test_selftest_judges_simulated_counts_as_compare_judges_records(parent, proxied):
+@pytest.mark.parametrize("rule", list(Rule))
+def test_selftest_judges_simulated_counts_as_compare_judges_records(parent, proxied, rule):
     """For random candidates, selftest's vectorised verdict is the gate's own verdict."""
     baseline = build_proxy(parent, "proxy", ProxyOptions(budget=300)) if proxied else parent
-    policy = Policy(max_drop=0.01)
+    policy = Policy(max_drop=0.01, rule=rule)
     groups = unit_groups(baseline, DEFAULT)
     rng = np.random.default_rng(11)
     seen = Counter()
