@@ -181,3 +181,31 @@ def test_cli_bad_inputs_are_one_line_exit_2(tmp_path):
         result = runner.invoke(cli, args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output
+
+
+def test_speed_gate_markdown():
+    from regress.bench.render import render_speed_gate
+    from regress.bench.shift import Shift
+    from regress.bench.speed_gate import Decision, SpeedGateResult, SpeedVerdict
+
+    run = _run().results[0]
+    decision = Decision(
+        SpeedVerdict.SLOWER, "B/A 1.474 (lower bound 1.386, 32 pairs): why",
+        Shift(1.474, 1.386, 1.546, 32, 0.05), Shift(1.01, 0.973, 1.048, 16, 0.05), 0.048,
+    )  # fmt: skip
+    order = tuple((side, 0, 1.0) for side in "ABAB" * 16)
+    result = SpeedGateResult(
+        decision, run.model, run.model, run.fingerprint, run.fingerprint, order, 0.10
+    )
+    assert render_speed_gate(result) == (
+        "## regress speed: ❌ SLOWER\n\n"
+        "| | model | sha256 | threads |\n| --- | --- | --- | ---: |\n"
+        f"| A (baseline) | smollm2-135m | {SHA[:12]} | 2 |\n"
+        f"| B (candidate) | smollm2-135m | {SHA[:12]} | 2 |\n\n"
+        "| end-to-end latency | ratio (Hodges-Lehmann) | one-sided 95% bounds | pairs |\n"
+        "| --- | ---: | ---: | ---: |\n"
+        "| B / A | 1.474 | 1.386 – 1.546 | 32 |\n"
+        "| A / A (noise floor 4.8%) | 1.010 | 0.973 – 1.048 | 16 |\n\n"
+        "B/A 1.474 (lower bound 1.386, 32 pairs): why. Timed interleaved A B A B, 16 "
+        "quadruples (prompts x rounds); max_slowdown 10%.\n"
+    )
