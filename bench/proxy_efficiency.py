@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from regress import calibration as calibrations
+from regress import flip_rates
 from regress.compare import compare
 from regress.manifest import Run
 from regress.policy import Policy
@@ -81,7 +81,7 @@ def simulate(proxy: Run, ref: Run, cand: Run, task: str, draws: int) -> tuple[fl
     rng = np.random.default_rng(7)
     strata = design.unit_strata(task)
     # Every example of the parent, by stratum (the design's margin ranges, in rank order).
-    ranks = calibrations.margin_ranks(ref, [task])
+    ranks = flip_rates.margin_ranks(ref, [task])
     ordered = sorted(ranks, key=ranks.get)
     b = np.zeros((draws, len(strata)))
     c = np.zeros((draws, len(strata)))
@@ -116,6 +116,8 @@ def main() -> None:
         ref = ensure_run(args.runs_dir, task, "ref", models_dir)
         cands = {name: ensure_run(args.runs_dir, task, name, models_dir) for name in names}
         print(f"llama.cpp system info: {ref.manifest.backend.build}")
+        every = flip_rates.measure(ref, list(cands.values()), f"smollm2-requant-{task}")
+        print(f"calibration over every candidate (regress/flip_rates.py DEFAULT): {every}")
         n_full = len(ref.records[task])
         print(f"\n{task}: {n_full} examples, proxy budget {args.budget}\n")
         print(
@@ -126,7 +128,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, cand in cands.items():
             others = [c for other, c in cands.items() if other != name]
-            calib = calibrations.measure(ref, others, f"leave-out-{name}")
+            calib = flip_rates.measure(ref, others, f"leave-out-{name}")
             options = ProxyOptions(budget=args.budget, calibration=calib)
             proxy = build_proxy(ref, "proxy", options)
             keep = {t: {r.doc_id for r in recs} for t, recs in proxy.records.items()}

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from regress import calibration as calibrations
+from regress import flip_rates
 from regress.design import Calibration, ProxyDesign, Stratum
 from regress.engine import digest
 from regress.errors import BadInput
@@ -44,7 +44,7 @@ class ProxyOptions:
     """Margin strata per unit: deciles, as calibrations are measured (fewer when a unit is too
     small to give each the floor)."""
     seed: int = SEED
-    calibration: Calibration = calibrations.DEFAULT
+    calibration: Calibration = flip_rates.DEFAULT
     min_per_stratum: int = MIN_PER_STRATUM
 
 

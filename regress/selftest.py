@@ -2,7 +2,7 @@
 
 Candidates are simulated from the baseline's own records. Flips are drawn where real flips
 happen: each example flips with a probability proportional to the calibration's flip rate at
-its margin quantile (regress.calibration), in both directions, scaled so that the unit's
+its margin quantile (regress.flip_rates), in both directions, scaled so that the unit's
 expected discordance is ψ (the share of answers that change) and its expected accuracy change
 is -δ: a regression (baseline right) with total probability (ψ + δ) / 2, an improvement
 (baseline wrong) with (ψ - δ) / 2. On a proxy the targets hold for the parent suite (each
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
-from regress import calibration as calibrations
+from regress import flip_rates
 from regress.compare import CI_ALPHA, units_of
 from regress.comparison import Verdict
 from regress.design import Calibration
@@ -49,7 +49,7 @@ class SelftestOptions:
     seed: int = SEED
     discordance: float | None = None
     """Share of answers that change, ψ; default the calibration's mean flip rate."""
-    calibration: Calibration = calibrations.DEFAULT
+    calibration: Calibration = flip_rates.DEFAULT
     policy: Policy = field(default_factory=Policy)
 
 
@@ -198,8 +198,8 @@ def _right(record: Record) -> bool:
 
 
 def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration) -> Groups:
-    ranks = calibrations.margin_ranks(baseline, tasks)
-    bins = calibrations.BINS
+    ranks = flip_rates.margin_ranks(baseline, tasks)
+    bins = flip_rates.BINS
     right, wrong = np.zeros(bins), np.zeros(bins)
     for task in tasks:
         for record in baseline.records[task]:

@@ -12,7 +12,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from regress.calibration import DEFAULT
 from regress.compare import compare
 from regress.comparison import Verdict
 from regress.drift import drift_report
@@ -20,6 +19,7 @@ from regress.drift import parse_age as age
 from regress.engine import digest
 from regress.errors import BadInput
 from regress.fingerprint import RuntimeFingerprint
+from regress.flip_rates import DEFAULT
 from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.policy import Policy
 from regress.proxy import ProxyOptions, build_proxy
@@ -215,7 +215,7 @@ def test_selftest_judges_simulated_counts_as_compare_judges_records(parent, prox
 
 def _group_counts(baseline: Run, candidate: Run, groups, unit: str, proxied: bool):
     """Per-group b and c of a candidate, grouped as selftest groups the baseline."""
-    from regress.calibration import BINS, margin_ranks
+    from regress.flip_rates import BINS, margin_ranks
 
     after = {r.doc_id: r.correct for r in candidate.records[unit]}
     size = len(groups.right)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from regress import calibration as calibrations
+from regress import flip_rates
 from regress.cli.baseline import store_option
 from regress.cli.common import handles_errors, stdout
 from regress.design import ProxyDesign
@@ -77,7 +77,7 @@ def build(
         budget=budget,
         strata=strata,
         seed=seed,
-        calibration=calibrations.load_calibration(calibration_path),
+        calibration=flip_rates.load_calibration(calibration_path),
         min_per_stratum=min_per_stratum,
     )
     run = build_proxy(baselines.load(parent), name, options)
@@ -103,7 +103,7 @@ def build(
 @handles_errors
 def calibrate(reference: str, runs: tuple[Path, ...], name: str, output: Path, store: Path) -> None:
     """Measure flip rates by margin decile from real candidates, for `proxy build`."""
-    measured = calibrations.measure(
+    measured = flip_rates.measure(
         Store(store).load(reference), [read_run(path) for path in runs], name
     )
     output.write_text(json.dumps(asdict(measured), indent=2) + "\n", encoding="utf-8")

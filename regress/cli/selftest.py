@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from regress.calibration import load_calibration
 from regress.cli.baseline import store_option
 from regress.cli.common import handles_errors, policy_option, stdout
 from regress.cli.proxy import calibration_option
+from regress.flip_rates import load_calibration
 from regress.policy import load_policy
 from regress.selftest import DROPS, SelftestOptions, SelftestResult, selftest_baseline
 from regress.stats import SEED
