@@ -70,7 +70,7 @@ def source(data_dir: Path) -> DataSource:
 
 
 @pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory, source: DataSource) -> TaskCatalog:
+def task_folder(tmp_path_factory: pytest.TempPathFactory, source: DataSource) -> Path:
     """lm-eval's files under upstream/, overrides under tasks/, documents under data/."""
     root = tmp_path_factory.mktemp("lm_eval_yaml")
     for name, (yaml_file, includes, splits) in CASES.items():
@@ -90,7 +90,12 @@ def catalog(tmp_path_factory: pytest.TempPathFactory, source: DataSource) -> Tas
             f"include: ../upstream/{yaml_file}\ntask: local_{name}\ndataset_path: json\n"
             f"dataset_name: null\ndataset_kwargs:\n  data_files: {json.dumps(files)}\n"
         )
-    return load_catalog([root / "tasks"])
+    return root / "tasks"
+
+
+@pytest.fixture(scope="module")
+def catalog(task_folder: Path) -> TaskCatalog:
+    return load_catalog([task_folder])
 
 
 def prompt_hashes(examples) -> list[str]:
@@ -163,3 +168,37 @@ def test_lm_eval_yaml_scores_like_the_builtin_tasks_on_the_real_model(
             a.info.prompt_hash,
         )
         assert b.metrics == a.metrics
+
+
+@pytest.fixture(scope="module")
+def lm_eval_tasks(task_folder: Path):
+    """lm-eval 0.4.13's own task index, with the override folder on its include path."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(task_folder))
+
+
+@pytest.mark.parametrize(
+    ("name", "shots"),
+    [("arc_easy", 0), ("arc_easy", 3), ("arc_challenge", 5), ("mmlu_anatomy", 5)],
+)
+def test_lm_eval_itself_builds_the_same_requests_from_the_same_files(
+    lm_eval_tasks, catalog: TaskCatalog, source: DataSource, name: str, shots: int
+) -> None:
+    """lm-eval's own TaskManager, given the override files (its `datasets` reads the local
+    JSON), builds exactly the requests regress's YAML loader builds. (piqa and boolq are left
+    out: lm-eval loads their train split, which ../shared/data does not have.)"""
+    from lm_eval.tasks import get_task_dict
+
+    task = get_task_dict([f"local_{name}"], lm_eval_tasks)[f"local_{name}"]
+    task.set_config(key="num_fewshot", value=shots)
+    task.set_fewshot_seed(1234)
+    task.build_all_requests(limit=15, rank=0, world_size=1)
+    theirs: dict[int, list[tuple[str, str]]] = {}
+    for instance in task.instances:
+        theirs.setdefault(instance.doc_id, []).append(tuple(instance.arguments))
+    [loaded] = catalog.get([f"local_{name}"])
+    ours = loaded.examples(source, shots, limit=15)
+    assert len(theirs) == len(ours) == 15
+    for example in ours:
+        assert [(r.context, r.continuation) for r in example.requests] == theirs[example.doc_id]
