@@ -91,6 +91,7 @@ def test_unknown_key_is_an_error_naming_it(tasks_dir: Path) -> None:
         ("dataset_kwargs: {data_files: x.json, field: rows}", "dataset_kwargs.field"),
         ("output_type: ranking", "output_type 'ranking' is not one of"),
         ("repeats: 3", "repeats > 1 needs output_type generate_until"),
+        ("metric_list: [{metric: brier_score}]", "needs a 0/1 metric to gate on"),
     ],
 )
 def test_unsupported_settings_are_errors(tasks_dir: Path, extra: str, message: str) -> None:

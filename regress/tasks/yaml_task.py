@@ -81,8 +81,6 @@ _DEFAULT_METRICS = {
     "generate_until": ("exact_match",),
 }
 _BINARY = frozenset({"acc", "acc_norm", "acc_bytes", "exact_match"})
-_CORPUS = frozenset({"f1", "mcc", "perplexity"})
-"""Metrics that exist only over a whole task, never per example."""
 _EXACT_MATCH_OPTIONS = frozenset(
     {"regexes_to_ignore", "ignore_case", "ignore_punctuation", "ignore_numbers"}
 )
@@ -145,7 +143,7 @@ class YamlTask:
     @property
     def binary(self) -> bool:
         """Whether the primary metric is 0/1 per example."""
-        return self.primary_metric.split(",")[0] in _BINARY
+        return self.primary_metric in _BINARY
 
     @property
     def higher_is_better(self) -> dict[str, bool]:
@@ -398,7 +396,10 @@ class YamlTask:
         )
         pred, pred_norm = argmax_choices(scores)
         loglik = np.asarray(scores.loglik, dtype=float)
-        pred_bytes = int(np.argmax(loglik / np.asarray([len(t.encode()) for t in texts], float)))
+        with np.errstate(divide="ignore", invalid="ignore"):  # an empty choice, as in lm-eval
+            pred_bytes = int(
+                np.argmax(loglik / np.asarray([len(t.encode()) for t in texts], float))
+            )
         golds = example.target if isinstance(example.target, list) else [example.target]
         probs = np.exp(loglik - loglik.max())
         probs /= probs.sum()
@@ -511,14 +512,17 @@ def yaml_task(file: TaskFile, group: str | None = None) -> YamlTask:
         where,
     )
     metrics = _metrics(config.get("metric_list"), kind, where)
-    per_example = [m.name for m in metrics if m.name not in _CORPUS]
-    binary = [name for name in per_example if name in _BINARY]
+    binary = [m.name for m in metrics if m.name in _BINARY]
     if kind == "loglikelihood_rolling":
         primary = metrics[0].name
-    elif binary or per_example:
-        primary = (binary or per_example)[0]
+    elif binary:
+        primary = binary[0]
     else:
-        raise BadInput(f"{where}: metric_list needs a per-example metric (acc, exact_match, ...)")
+        # The gate pairs examples on a 0/1 outcome; brier_score, f1, mcc or perplexity alone
+        # give it nothing to pair.
+        raise BadInput(
+            f"{where}: metric_list needs a 0/1 metric to gate on ({', '.join(sorted(_BINARY))})"
+        )
     repeats = config.get("repeats", 1)
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise BadInput(f"{where}: repeats must be a whole number >= 1")
