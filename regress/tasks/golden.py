@@ -197,16 +197,14 @@ class GoldenTask:
         return {i: item["id"] for i, item in enumerate(self.items) if item["must_pass"]}
 
     def effective_fewshot(self, num_fewshot: int | None) -> int:
-        """Always 0: an item's input is its whole prompt."""
-        if num_fewshot:
-            raise BadInput(f"{self.name}: a golden set takes no shots (its inputs are prompts)")
+        """Always 0: an item's input is its whole prompt, so a suite's default shots are
+        ignored, as for a task YAML that pins `num_fewshot: 0`."""
         return 0
 
     def examples(
         self, source: DataSource, num_fewshot: int | None = None, limit: int | None = None
     ) -> list[Example]:
         """One example per item: a request per choice, or one greedy generation."""
-        self.effective_fewshot(num_fewshot)
         examples = []
         for doc_id, item in enumerate(self.items[:limit]):
             if "choices" in item:
