@@ -125,8 +125,15 @@ def test_templates_run_in_a_sandbox(tasks_dir: Path) -> None:
         "include: _base.yml.inc\ntask: escape\n"
         'doc_to_text: "{{ q.__class__.__mro__[1].__subclasses__() }}"\n',
     )
-    with pytest.raises(BadInput, match="escape"):
+    with pytest.raises(BadInput, match="refused by the sandbox.*'__class__'.*unsafe"):
         task_of(tasks_dir, "escape").examples(NONE)
+    write(
+        tasks_dir,
+        "mutate.yaml",
+        "include: _base.yml.inc\ntask: mutate\ndoc_to_text: \"{{ options.append('x') }}\"\n",
+    )
+    with pytest.raises(BadInput, match="'append' of 'list' object is unsafe"):
+        task_of(tasks_dir, "mutate").examples(NONE)
 
 
 def test_an_undefined_field_names_the_template(tasks_dir: Path) -> None:
