@@ -14,14 +14,12 @@ from regress.cli.common import (
     cache_folder,
     data_options,
     data_source,
-    exit_with,
     handles_errors,
     parse_args,
     stderr,
     stdout,
 )
 from regress.config import inline_suite
-from regress.errors import ExitCode
 from regress.runner import RunPlan, suite_specs
 
 
@@ -106,7 +104,7 @@ def compare_models(
     hf_datasets: bool,
 ) -> None:
     """Put models side by side (accuracy, generation and prompt speed, TTFT, peak memory) and
-    recommend one under constraints, saying why. Exit 1 when no model meets them.
+    recommend one under constraints, saying why (or why none fits).
 
     \b
     Examples:
@@ -154,6 +152,5 @@ def compare_models(
     stdout().print(_table(choice))
     if choice.chosen is None:
         stdout().print(f"No recommendation: {choice.reason}.", highlight=False)
-        exit_with(ExitCode.REGRESSION)
     else:
         stdout().print(f"Recommended: {choice.chosen.model}: {choice.reason}.", highlight=False)
