@@ -32,6 +32,7 @@ import numpy as np
 
 from regress import flip_rates
 from regress.compare import compare
+from regress.engine import digest
 from regress.manifest import Run
 from regress.policy import Policy
 from regress.proxy import ProxyOptions, build_proxy
@@ -64,7 +65,15 @@ def ensure_run(runs_dir: Path, task: str, name: str, models_dir: Path) -> Run:
 def restrict(run: Run, keep: dict[str, set[int]], name: str) -> Run:
     """`run` cut to the kept doc ids (what rerunning those examples gives: runs are exact)."""
     records = {t: [r for r in recs if r.doc_id in keep[t]] for t, recs in run.records.items()}
-    tasks = {t: dataclasses.replace(run.manifest.tasks[t], n=len(r)) for t, r in records.items()}
+    tasks = {
+        t: dataclasses.replace(
+            run.manifest.tasks[t],
+            n=len(r),
+            dataset_hash=digest([x.doc_hash for x in r]),
+            prompt_hash=digest([x.prompt_hash for x in r]),
+        )
+        for t, r in records.items()
+    }
     manifest = dataclasses.replace(run.manifest, name=name, tasks=tasks, records_sha256={})
     return Run(manifest, records)
 
@@ -122,10 +131,10 @@ def main() -> None:
         print(f"\n{task}: {n_full} examples, proxy budget {args.budget}\n")
         print(
             "| candidate | full Δ pts | full flips | proxy Δ̂ [CI of full Δ] | proxy gate CI "
-            "| uniform Δ [CI] | width proxy / uniform | uniform n for proxy's width "
-            "| coverage | bias pts |"
+            "| uniform Δ [CI] | gate width proxy / uniform | uniform n, same gate width "
+            "| uniform n, same CI of full Δ | coverage | bias pts |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, cand in cands.items():
             others = [c for other, c in cands.items() if other != name]
             calib = flip_rates.measure(ref, others, f"leave-out-{name}")
@@ -145,6 +154,12 @@ def main() -> None:
             width_uniform = high - low
             width_proxy = unit.ci[1] - unit.ci[0]
             equivalent = flips / (width_proxy / (2 * Z95)) ** 2 if width_proxy > 0 else float("inf")
+            # The same for the interval of the full suite's own Δ: a uniform sample of n has
+            # design variance (1 - n/N) S² / n, so n = S² / (V + S² / N) matches the proxy's V.
+            d = np.array([after[doc] - before[doc] for doc in sorted(before)])
+            spread = float(d.var(ddof=1))
+            v_design = ((unit.proxy.ci_design[1] - unit.proxy.ci_design[0]) / (2 * Z95)) ** 2
+            design_equivalent = spread / (v_design + spread / n_full)
             coverage, bias = simulate(proxy, ref, cand, task, args.draws)
             d_low, d_high = unit.proxy.ci_design
             print(
@@ -153,6 +168,7 @@ def main() -> None:
                 f"| [{unit.ci[0] * 100:+.1f}, {unit.ci[1] * 100:+.1f}] "
                 f"| {(c - b) / args.budget * 100:+.2f} [{low * 100:+.1f}, {high * 100:+.1f}] "
                 f"| {width_proxy / width_uniform:.2f} | {equivalent:,.0f} "
+                f"| {design_equivalent:,.0f} "
                 f"| {coverage:.1%} | {bias * 100:+.3f} |"
             )
 
