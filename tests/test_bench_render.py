@@ -209,3 +209,25 @@ def test_speed_gate_markdown():
         "B/A 1.474 (lower bound 1.386, 32 pairs): why. Timed interleaved A B A B, 16 "
         "quadruples (prompts x rounds); max_slowdown 10%.\n"
     )
+
+
+def test_server_markdown_has_no_empty_llama_bench_table():
+    import dataclasses
+
+    from regress.bench.serving import ServingLevel
+
+    run = _run()
+    result = run.results[0]
+    level = ServingLevel(2, float("inf"), 0, (), result.latency, 1.5)
+    served = dataclasses.replace(result, micro=(), latency=None, load_s=None, serving=(level,))
+    options = dataclasses.replace(run.options, backend="openai", num_requests=2)
+    text = render_markdown(dataclasses.replace(run, options=options, results=(served,)))
+    assert text.startswith(
+        "Server: 2 requests per level over 2 prompts, 4 output tokens each, all sent at once. "
+        "Milliseconds, vLLM's definitions.\n\n| model | concurrency |"
+    )
+    assert (
+        "| smollm2-135m | 2 | 2 | 0 | 4.00 | 16.00 | 1.50 | 100.0 / 149.0 | 11.7 / 13.3 | "
+        "19.5 | 135.0 / 188.9 |" in text
+    )
+    assert "| smollm2-135m | - | 100.00 MiB |" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,11 +38,13 @@ def _ms(summary: Summary, *stats: str) -> str:
 
 
 def render_markdown(run: BenchRun) -> str:
-    """llama-bench's table, then request latency and resources per model."""
-    lines = [
-        "| model | size | params | backend | threads | test | t/s |",
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
-    ]
+    """llama-bench's table, then request latency (or server runs) and resources per model."""
+    lines = []
+    if any(r.micro for r in run.results):
+        lines += [
+            "| model | size | params | backend | threads | test | t/s |",
+            "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
     for r in run.results:
         for stat in r.micro:
             lines.append(
@@ -90,7 +93,8 @@ def render_markdown(run: BenchRun) -> str:
         )
     systems = sorted({str(r.fingerprint.build.get("system_info", "")) for r in run.results})
     lines += ["", *(f"System info: `{s.strip()}`" for s in systems if s)]
-    return "\n".join(lines) + "\n"
+    # Blocks open with a blank line; the first needs none.
+    return "\n".join(lines).lstrip("\n").rstrip("\n") + "\n"
 
 
 def _load(r: ModelBench) -> str:
@@ -103,10 +107,11 @@ def _serving_lines(run: BenchRun) -> list[str]:
     if not served:
         return []
     o = run.options
+    rate = "all sent at once" if math.isinf(o.request_rate) else f"{o.request_rate:g} req/s"
     lines = [
         "",
         f"Server: {o.num_requests} requests per level over {len(o.prompts)} prompts, "
-        f"{o.output_len} output tokens each, request rate {o.request_rate:g}/s. Milliseconds.",
+        f"{o.output_len} output tokens each, {rate}. Milliseconds, vLLM's definitions.",
         "",
         "| model | concurrency | done | failed | req/s | output tok/s | goodput req/s | "
         "TTFT p50 / p99 | TPOT mean / p99 | ITL p99 | E2EL p50 / p99 |",
