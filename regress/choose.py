@@ -107,14 +107,15 @@ def choose(contenders: Sequence[Contender], limits: Constraints) -> Choice:
     # Models whose interval reaches the top one's estimate are not shown to be less accurate.
     tied = [c for c in scored if (c.accuracy_high or c.accuracy or 0) >= (top.accuracy or 0)]
     best = max(tied, key=lambda c: c.tg_tps)
-    if best is top:
+    if len(tied) == 1:
         others = ", ".join(f"{c.model} {c.accuracy:.3f}" for c in scored if c is not top)
         why = f"most accurate that meets the constraints ({top.accuracy:.3f}"
         why += f" vs {others})" if others else ")"
     else:
+        names = ", ".join(f"{c.model} {c.accuracy:.3f}" for c in tied)
         why = (
-            f"as accurate as {top.model} within the 95% interval ({best.accuracy:.3f} vs "
-            f"{top.accuracy:.3f}) and faster ({best.tg_tps:.1f} vs {top.tg_tps:.1f} tok/s)"
+            f"the fastest generation ({best.tg_tps:.1f} tok/s) of the models whose accuracy is "
+            f"within the 95% interval of the best ({names})"
         )
     if rejected:
         why += "; excluded: " + "; ".join(f"{m} ({v})" for m, v in rejected.items())
