@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -128,7 +129,7 @@ def flips_by_margin(runs: Sequence[AccuracyRun], bins: int = 5) -> go.Figure:
         x = [f"{g[0][0]:.2f}-{g[-1][0]:.2f}" for g in groups]
         for sign, label in ((1, "regressed"), (-1, "improved")):
             fig.add_bar(
-                name=f"{other.name}: {label}",
+                name=f"{other.name} ({other.model}): {label}",
                 x=x,
                 y=[sum(1 for _, d in g if d == sign) / len(g) for g in groups],
                 customdata=[len(g) for g in groups],
@@ -182,7 +183,7 @@ def _tradeoff(inputs: Inputs, title: str, x_of: Any, x_title: str) -> go.Figure:
             x=[x_of(bench)],
             y=[run.accuracy],
             mode="markers+text",
-            name=run.name,
+            name=f"{run.name} ({run.model})",
             text=[run.model],
             textposition="top center",
             marker={"size": 14, "color": _color(i)},
@@ -222,11 +223,12 @@ def resources_over_time(models: Sequence[BenchModel]) -> go.Figure:
             x=t, y=[s[1] / MIB for s in m.timeline], name=m.model, row=1, col=1, **style
         )
         fig.add_scatter(
-            x=t, y=[s[2] for s in m.timeline], name=m.model, showlegend=False, row=2, col=1, **style
-        )
+            x=t, y=_smoothed([s[2] for s in m.timeline]), name=m.model, showlegend=False,
+            row=2, col=1, **style,
+        )  # fmt: skip
     fig.update_layout(title="Resource usage over time")
     fig.update_yaxes(title="MiB", row=1, col=1)
-    fig.update_yaxes(title="% of one core", row=2, col=1)
+    fig.update_yaxes(title="% of one core (0.2 s mean)", row=2, col=1)
     fig.update_xaxes(title="seconds since the model started loading", row=2, col=1)
     return fig
 
@@ -301,6 +303,13 @@ def history(inputs: Inputs) -> go.Figure:
         )
     fig.update_layout(title="History across stored runs")
     return fig
+
+
+def _smoothed(values: Sequence[float], width: int = 20) -> list[float]:
+    """A centred moving mean: CPU time moves in 10 ms kernel ticks, so a single 10 ms
+    sample reads 0, 100 or 200% and the raw series is a blur."""
+    kernel = np.ones(width) / width
+    return list(np.convolve(np.asarray(values, dtype=float), kernel, mode="same"))
 
 
 def _utc(created: str) -> str:
