@@ -18,7 +18,8 @@ from regress.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.manifest import ModelInfo
 from regress.report.charts import CHARTS
 from regress.report.html import figure_json, render_html
-from regress.report.sources import bench_models, load_inputs
+from regress.report.sources import load_inputs
+from regress.summaries import bench_models
 
 BASELINE = Path(__file__).resolve().parents[1] / "baselines" / "main"
 SHA = json.loads((BASELINE / "manifest.json").read_text())["model"]["sha256"]

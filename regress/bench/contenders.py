@@ -10,8 +10,8 @@ from regress.bench.run import BenchOptions, ModelBench, bench_model
 from regress.choose import Contender
 from regress.manifest import Run
 from regress.models import model_info
-from regress.report.sources import AccuracyRun, BenchModel, accuracy_run
 from regress.runner import RunPlan, execute
+from regress.summaries import AccuracyRun, BenchModel, accuracy_run
 
 
 @dataclass(frozen=True)

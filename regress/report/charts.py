@@ -17,7 +17,8 @@ from plotly.subplots import make_subplots
 
 from regress.margins import record_margin
 from regress.pairing import pair_runs
-from regress.report.sources import AccuracyRun, BenchModel, Inputs
+from regress.report.sources import Inputs
+from regress.summaries import AccuracyRun, BenchModel
 
 CHARTS = (
     "accuracy_by_task",
