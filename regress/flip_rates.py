@@ -25,10 +25,26 @@ from regress.records import Record
 BINS = 10
 
 DEFAULT = Calibration(
-    name="smollm2-requant-arc-easy",
-    source="placeholder",
-    points=((0.05, 0.3), (0.5, 0.05), (0.95, 0.01)),
+    name="smollm2-requant-arc_easy",
+    source=(
+        "smollm2-135m (Q4_1) vs Q8_0, Q6_K, Q4_0, Q2_K, IQ3_S requantizations on the whole "
+        "ARC-Easy test set (2376 examples), llama.cpp AVX2 build; bench/proxy_efficiency.py"
+    ),
+    points=(
+        (0.05, 0.3319),
+        (0.15, 0.2253),
+        (0.25, 0.1689),
+        (0.35, 0.1477),
+        (0.45, 0.1286),
+        (0.55, 0.1089),
+        (0.65, 0.0807),
+        (0.75, 0.0717),
+        (0.85, 0.0387),
+        (0.95, 0.0126),
+    ),
 )
+"""Measured: the mean flip rate per margin decile over five real requantizations. Relative
+rates drive a proxy's allocation; their mean (13.2%) is selftest's default discordance."""
 
 
 def margin_ranks(run: Run, tasks: Sequence[str]) -> dict[tuple[str, int], float]:

@@ -19,7 +19,7 @@ from regress.drift import parse_age as age
 from regress.engine import digest
 from regress.errors import BadInput
 from regress.fingerprint import RuntimeFingerprint
-from regress.flip_rates import DEFAULT
+from regress.flip_rates import DEFAULT, load_calibration
 from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.policy import Policy
 from regress.proxy import ProxyOptions, build_proxy
@@ -262,3 +262,38 @@ def test_proxy_commands_write_show_and_refuse_with_exit_2(parent, tmp_path):
     assert code == 2 and "regress selftest --baseline px" in text
     code, text = run("selftest", "--baseline", "px", "--runs", "100", "--inject-drop", "0.9")
     assert code == 2 and "needs more" in text
+
+
+def test_calibrate_measures_flip_rates_by_margin_decile_and_build_uses_them(parent, tmp_path):
+    from click.testing import CliRunner
+
+    from regress.cli import cli
+    from regress.store import write_run
+
+    Store(tmp_path / "b").save(parent)
+    # Flip exactly the least sure tenth of arc_easy: the calibration must see only decile 0.
+    ranked = sorted(
+        parent.records["arc_easy"],
+        key=lambda r: (r.scores["loglik"][0] - r.scores["loglik"][1]) * (1 if r.correct else -1),
+    )
+    flips = {("arc_easy", r.doc_id) for r in ranked[:60]}
+    write_run(_flipped(parent, flips), tmp_path / "cand")
+    out = tmp_path / "cal.json"
+    result = CliRunner().invoke(
+        cli,
+        ["proxy", "calibrate", "--baseline", "full", "--run", str(tmp_path / "cand"),
+         "--name", "mine", "-o", str(out), "--store", str(tmp_path / "b")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    measured = load_calibration(out)
+    rates = [rate for _, rate in measured.points]
+    # arc_easy's lowest decile all flipped, piqa untouched: (1 + 0) / 2 per candidate mean.
+    assert rates[0] == pytest.approx(0.5) and rates[1:] == [0.0] * 9
+    result = CliRunner().invoke(
+        cli,
+        ["proxy", "build", "--baseline", "full", "--budget", "400", "--name", "px",
+         "--calibration", str(out), "--store", str(tmp_path / "b")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    strata = Store(tmp_path / "b").load("px").manifest.proxy.unit_strata("arc_easy")
+    assert strata[0].sampled > strata[5].sampled
