@@ -161,7 +161,13 @@ def _golden_and_calibration(
         baseline, candidate, options.policy.max_relative_drop, options.tasks.golden_items()
     )
     shared = [info for name, info in baseline.manifest.tasks.items() if name in candidate.records]
-    calibration = compare_calibration(baseline, candidate, units_of(shared))
+    # A proxy oversamples the examples its reference was unsure of: an unweighted ECE of its
+    # sample would describe that sample, not the suite, so none is reported there.
+    calibration = (
+        ()
+        if baseline.manifest.proxy is not None
+        else compare_calibration(baseline, candidate, units_of(shared))
+    )
     verdict, exit_code = result.verdict, result.exit_code
     if any(g.failed for g in golden) and verdict is not Verdict.ERROR:
         verdict, exit_code = Verdict.REGRESSION, ExitCode.REGRESSION
