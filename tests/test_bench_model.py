@@ -140,6 +140,14 @@ def test_cli_writes_json_jsonl_markdown_and_the_report(smollm2_path, tmp_path):
         assert figure["data"], chart  # baselines/main is this very model: the join is drawn
     assert all(f'id="fig-{chart}"' in text for chart in CHARTS)
 
+    # compare takes accuracy from the stored run and speed from the bench file (same sha256)
+    result = runner.invoke(
+        cli, ["compare", "-m", "smollm2-135m", "--from", str(BASELINE), "--from",
+              str(tmp_path / "b.json"), "--max-memory", "100GB"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "Recommended: smollm2-135m: most accurate that meets the constraints" in result.output
+
 
 def _gate(baseline: str, candidate: str):
     return run_speed_gate(
