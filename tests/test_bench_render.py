@@ -8,17 +8,20 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import plotly.graph_objects as go
+import pytest
 
 from regress.bench.latency import RequestTiming, summarise
 from regress.bench.render import render_json, render_jsonl, render_markdown
 from regress.bench.resources import Resources, Sample
 from regress.bench.run import BenchOptions, BenchRun, ModelBench
 from regress.bench.summary import rate_stat
+from regress.choice_calibration import reliability_diagram
 from regress.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.manifest import ModelInfo
 from regress.report.charts import CHARTS
 from regress.report.html import figure_json, render_html
 from regress.report.sources import load_inputs
+from regress.store import read_run
 from regress.summaries import bench_models
 
 BASELINE = Path(__file__).resolve().parents[1] / "baselines" / "main"
@@ -155,6 +158,13 @@ def test_html_report_holds_every_chart_offline(tmp_path):
         assert figure_json(page, chart)["data"], chart
     scatter = figure_json(page, "accuracy_vs_memory")["data"][0]
     assert scatter["x"] == [300.0] and 0 < scatter["y"][0] < 1
+    # issue 15's reliability diagram: the baseline's equal-width bins, then the diagonal
+    records = [r for recs in read_run(BASELINE).records.values() for r in recs]
+    bins = [b for b in reliability_diagram(records) if b.n]
+    curve, diagonal = figure_json(page, "reliability")["data"]
+    assert curve["y"] == pytest.approx([b.accuracy for b in bins])
+    assert sum(c[2] for c in curve["customdata"]) == len(records)
+    assert diagonal["x"] == [0, 1]
 
 
 def test_bench_json_reads_back_for_the_report():

@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from regress.choice_calibration import BINS, reliability_diagram
 from regress.margins import record_margin
 from regress.pairing import pair_runs
 from regress.report.sources import Inputs
@@ -24,6 +25,7 @@ CHARTS = (
     "accuracy_by_task",
     "gate_units",
     "flips_by_margin",
+    "reliability",
     "latency_distributions",
     "accuracy_vs_latency",
     "accuracy_vs_memory",
@@ -140,6 +142,37 @@ def flips_by_margin(runs: Sequence[AccuracyRun], bins: int = 5) -> go.Figure:
     fig.update_layout(title=f"Answers flipped vs {baseline.name}, by its margin", barmode="group")
     fig.update_xaxes(title="baseline margin (log-likelihood, equal-count bins)")
     fig.update_yaxes(title="share of examples", tickformat=".0%")
+    return fig
+
+
+def reliability(runs: Sequence[AccuracyRun], bins: int = BINS) -> go.Figure:
+    """Reliability diagram of each run's multiple-choice answers: accuracy against confidence
+    (the answer's probability over the choices) in equal-width bins, the diagonal as ideal."""
+    fig = go.Figure()
+    for i, run in enumerate(runs):
+        records = [r for recs in run.run.records.values() for r in recs]
+        points = [b for b in reliability_diagram(records, bins) if b.n]
+        if not points:
+            continue
+        fig.add_scatter(
+            name=f"{run.name} ({run.model})",
+            x=[b.confidence for b in points],
+            y=[b.accuracy for b in points],
+            mode="lines+markers",
+            marker={"size": [6 + 14 * math.sqrt(b.n / max(p.n for p in points)) for b in points]},
+            line={"color": _color(i)},
+            customdata=[[b.lower, b.upper, b.n] for b in points],
+            hovertemplate="confidence %{customdata[0]:.1f}-%{customdata[1]:.1f}: mean %{x:.3f}, "
+            "accuracy %{y:.3f}, n=%{customdata[2]}<extra>%{fullData.name}</extra>",
+        )
+    if not fig.data:
+        return _empty("Reliability", "no multiple-choice records in the runs given")
+    fig.add_scatter(
+        x=[0, 1], y=[0, 1], mode="lines", name="calibrated", line={"dash": "dot", "color": "grey"}
+    )
+    fig.update_layout(title=f"Reliability ({bins} equal-width confidence bins; size ~ n)")
+    fig.update_xaxes(title="confidence (probability of the chosen answer)", range=[0, 1])
+    fig.update_yaxes(title="accuracy", range=[0, 1])
     return fig
 
 
@@ -332,6 +365,7 @@ def build_charts(inputs: Inputs) -> dict[str, go.Figure]:
         "accuracy_by_task": accuracy_by_task(inputs.accuracy),
         "gate_units": gate_units(inputs.comparisons),
         "flips_by_margin": flips_by_margin(inputs.accuracy),
+        "reliability": reliability(inputs.accuracy),
         "latency_distributions": latency_distributions(inputs.bench),
         "accuracy_vs_latency": accuracy_vs_latency(inputs),
         "accuracy_vs_memory": accuracy_vs_memory(inputs),
