@@ -86,7 +86,7 @@ def measure(reference: Run, candidates: Sequence[Run], name: str, bins: int = BI
             for base, cand in pairing.pairs[info.name]:
                 k = min(bins - 1, int(ranks[info.name, base.doc_id] * bins))
                 counts[i, k] += 1
-                flips[i, k] += _right(base) != _right(cand)
+                flips[i, k] += answered_right(base) != answered_right(cand)
     if not counts.sum():
         raise ValueError("no paired example to calibrate on")
     rates = (flips / np.maximum(counts, 1)).mean(axis=0)
@@ -99,8 +99,9 @@ def measure(reference: Run, candidates: Sequence[Run], name: str, bins: int = BI
     return Calibration(name=name, source=source, points=points)
 
 
-def _right(record: Record) -> int:
-    return int(record.ok and record.correct == 1)
+def answered_right(record: Record) -> bool:
+    """Right under the primary metric; a failed example counts as wrong (as in the gate)."""
+    return bool(record.ok and record.correct == 1)
 
 
 def load_calibration(path: Path | None) -> Calibration:

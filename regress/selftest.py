@@ -31,7 +31,6 @@ from regress.design import Calibration
 from regress.errors import BadInput
 from regress.manifest import Run
 from regress.policy import Policy
-from regress.records import Record
 from regress.rules import Rule, inconclusive, regression
 from regress.stats import SEED, Correction, holm_rows, margin_pvalue, mcnemar_pvalue, tango_score
 from regress.stratified import moments, pvalues, upper_drop
@@ -193,10 +192,6 @@ def unit_groups(baseline: Run, calibration: Calibration) -> dict[str, Groups | N
     return out
 
 
-def _right(record: Record) -> bool:
-    return bool(record.ok and record.correct == 1)
-
-
 def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration) -> Groups:
     ranks = flip_rates.margin_ranks(baseline, tasks)
     bins = flip_rates.BINS
@@ -204,7 +199,7 @@ def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration)
     for task in tasks:
         for record in baseline.records[task]:
             k = min(bins - 1, int(ranks[task, record.doc_id] * bins))
-            if _right(record):
+            if flip_rates.answered_right(record):
                 right[k] += 1
             else:
                 wrong[k] += 1
@@ -229,7 +224,7 @@ def _proxy_groups(baseline: Run, unit: str, calibration: Calibration) -> Groups:
     for h, stratum in enumerate(strata):
         for task, ids in stratum.docs.items():
             for doc in ids:
-                if _right(by_doc[task, doc]):
+                if flip_rates.answered_right(by_doc[task, doc]):
                     right[h] += 1
                 else:
                     wrong[h] += 1
