@@ -346,3 +346,27 @@ class LlamaCppBackend:
     def close(self) -> None:
         """Free the model and its context now rather than at garbage collection."""
         self._llm.close()
+
+    # -- per-token distributions for `regress sweep` (KL divergence, llama-perplexity) -------
+    def tokenize(self, text: str) -> list[int]:
+        """`text` as token ids, BOS first when the model adds one (llama-perplexity's input)."""
+        return [self._prefix_token] * int(self.add_bos) + self._encode(text)
+
+    def chunk_logits(self, tokens: Sequence[int], first: int) -> np.ndarray:
+        """Logits (float32, (len(tokens) - 1 - first) x vocab) at positions first..len-2 of
+        `tokens` evaluated from an empty KV cache, the first token replaced by BOS when the
+        model adds one: llama-perplexity's evaluation of one chunk."""
+        ids = [int(t) for t in tokens]
+        if self.add_bos:
+            ids[0] = self._prefix_token
+        wanted = range(first, len(ids) - 1)
+        rows: list[np.ndarray] = []
+        self.clear_cache()
+        try:
+            for start in range(0, len(ids), self.n_batch):
+                chunk = ids[start : start + self.n_batch]
+                self._submit(chunk, start, wanted)
+                rows += [self._row(i).copy() for i in range(len(chunk)) if start + i in wanted]
+        finally:
+            self.clear_cache()  # the rows are copied out; the next request starts clean
+        return np.stack(rows)

@@ -18,8 +18,10 @@ from regress.cli.models import models
 from regress.cli.plan import plan
 from regress.cli.proxy import proxy
 from regress.cli.quantize import quantize
+from regress.cli.recommend import recommend_command
 from regress.cli.report import report
 from regress.cli.selftest import selftest_command
+from regress.cli.sweep import sweep
 from regress.cli.tasks import tasks_command
 
 
@@ -51,7 +53,9 @@ for command in (
     plan,
     proxy,
     quantize,
+    recommend_command,
     selftest_command,
+    sweep,
     report,
     tasks_command,
 ):

@@ -2,54 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
 from regress.cli.common import handles_errors
-from regress.errors import BadInput, RunFailed
-from regress.models import check_gguf, resolve_model_path
-
-
-def _ftypes() -> dict[str, int]:
-    import llama_cpp
-
-    prefix = "LLAMA_FTYPE_MOSTLY_"
-    return {k[len(prefix) :]: getattr(llama_cpp, k) for k in dir(llama_cpp) if k.startswith(prefix)}
-
-
-def quantize_file(src: Path, qtype: str, out: Path, threads: int = 0) -> Path:
-    """Quantize (or requantize) `src` to `qtype`, written atomically to `out`."""
-    import llama_cpp
-
-    check_gguf(src)
-    ftypes = _ftypes()
-    if qtype.upper() not in ftypes:
-        raise BadInput(f"unknown quantization {qtype!r}; known: {', '.join(sorted(ftypes))}")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftypes[qtype.upper()]
-    params.allow_requantize = True
-    params.nthread = threads
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
-    try:
-        status = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), params)
-        if status != 0:
-            raise RunFailed(
-                f"llama.cpp could not quantize {src} to {qtype} (status {status}); "
-                "some types (IQ2_XXS, Q2_K_S) need an importance matrix"
-            )
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the model from a CI cache
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
+from regress.models import resolve_model_path
+from regress.quantize import quantize_file
 
 
 @click.command()

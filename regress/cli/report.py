@@ -19,7 +19,8 @@ from regress.cli.common import handles_errors, stderr, write_report
 @handles_errors
 def report(inputs: tuple[Path, ...], output: Path, title: str) -> None:
     """Write one HTML page (opens offline) from stored runs, gate JSON reports
-    (`check --report-json`) and bench JSON files (`bench -o FILE.json`).
+    (`check --report-json`), bench JSON files (`bench -o FILE.json`) and sweep folders
+    (`regress sweep -o DIR`: their table and three trade-off charts).
 
     \b
     Charts: accuracy by task with intervals, the gate's units, answers flipped by the
@@ -34,6 +35,9 @@ def report(inputs: tuple[Path, ...], output: Path, title: str) -> None:
     from regress.report.charts import CHARTS
     from regress.report.html import render_html
     from regress.report.sources import load_inputs
+    from regress.report.sweep_charts import SWEEP_CHARTS
 
-    write_report(output, render_html(load_inputs(list(inputs)), title))
-    stderr.print(f"wrote {output} ({len(CHARTS)} charts)")
+    loaded = load_inputs(list(inputs))
+    write_report(output, render_html(loaded, title))
+    n_charts = len(CHARTS) + len(SWEEP_CHARTS) * len(loaded.sweeps)
+    stderr.print(f"wrote {output} ({n_charts} charts)")

@@ -15,6 +15,8 @@ from plotly.offline import get_plotlyjs
 from regress import __version__
 from regress.report.charts import CHARTS, build_charts
 from regress.report.sources import Inputs
+from regress.report.sweep_charts import sweep_charts
+from regress.report.sweep_markdown import sweep_table
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
@@ -48,6 +50,11 @@ def _inputs_table(inputs: Inputs) -> str:
             f"</td><td>{html.escape(m.created)}</td></tr>"
             for m in inputs.bench
         ),
+        *(
+            f"<tr><td>sweep</td><td>{len(s.results)} configurations</td>"
+            f"<td>{html.escape(s.model)}</td><td>{s.source_sha256[:12]}</td><td></td></tr>"
+            for s, _ in inputs.sweeps
+        ),
     ]
     head = "<tr><th>input</th><th>name</th><th>model</th><th>sha256</th><th>created</th></tr>"
     return f"<table>{head}{''.join(rows)}</table>"
@@ -56,14 +63,8 @@ def _inputs_table(inputs: Inputs) -> str:
 def render_html(inputs: Inputs, title: str = "regress report") -> str:
     """The whole page as a string."""
     charts = build_charts(inputs)
-    sections = []
-    for chart in CHARTS:
-        # `</` inside a script block would end it early; JSON allows the escaped form.
-        figure = pio.to_json(charts[chart], validate=True).replace("</", "<\\/")
-        sections.append(
-            f'<section><div class="chart" id="chart-{chart}"></div>'
-            f'<script type="application/json" id="fig-{chart}">{figure}</script></section>'
-        )
+    sections = [_figure_section(chart, charts[chart]) for chart in CHARTS]
+    sections += _sweep_sections(inputs)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
@@ -71,6 +72,26 @@ def render_html(inputs: Inputs, title: str = "regress report") -> str:
         f"<h1>{html.escape(title)}</h1><p>regress {__version__}. Inputs:</p>"
         f"{_inputs_table(inputs)}{''.join(sections)}<script>{_DRAW}</script></body></html>\n"
     )
+
+
+def _figure_section(chart_id: str, figure: object) -> str:
+    # `</` inside a script block would end it early; JSON allows the escaped form.
+    data = pio.to_json(figure, validate=True).replace("</", "<\\/")
+    return (
+        f'<section><div class="chart" id="chart-{chart_id}"></div>'
+        f'<script type="application/json" id="fig-{chart_id}">{data}</script></section>'
+    )
+
+
+def _sweep_sections(inputs: Inputs) -> list[str]:
+    """Each sweep's table and three charts (ids sweep<i>-<chart>), after the other charts."""
+    sections = []
+    for i, (sweep, frontier) in enumerate(inputs.sweeps):
+        table = html.escape(sweep_table(sweep, frontier))
+        sections.append(f"<section><h2>Sweep of {html.escape(sweep.model)}</h2><pre>{table}</pre>")
+        for chart, figure in sweep_charts(sweep, frontier).items():
+            sections.append(_figure_section(f"sweep{i}-{chart}", figure))
+    return sections
 
 
 def figure_json(page: str, chart: str) -> dict[str, object]:

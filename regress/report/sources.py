@@ -1,5 +1,6 @@
-"""What `regress report` reads: stored accuracy runs, the gate's JSON comparisons and
-`regress bench` JSON files, told apart by their content (views in regress.summaries)."""
+"""What `regress report` reads: stored accuracy runs, the gate's JSON comparisons,
+`regress bench` JSON files and `regress sweep` folders, told apart by their content (views in
+regress.summaries and regress.frontier)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from regress.errors import BadInput
+from regress.frontier import Frontier, analyse
 from regress.store import is_run_folder, read_run
 from regress.summaries import AccuracyRun, BenchModel, accuracy_run, bench_models
+from regress.sweep import SweepResults
 
 
 @dataclass(frozen=True)
@@ -21,12 +24,17 @@ class Inputs:
     comparisons: tuple[dict[str, Any], ...]
     """The gate's JSON reports (`regress check --report-json`), as written."""
     bench: tuple[BenchModel, ...]
+    sweeps: tuple[tuple[SweepResults, Frontier], ...] = ()
+    """`regress sweep` folders with their Pareto analysis (default objectives)."""
 
 
 def load_inputs(paths: list[Path]) -> Inputs:
     """Sort each path into its kind: a run folder, a bench JSON or a gate JSON."""
-    accuracy, comparisons, bench = [], [], []
+    accuracy, comparisons, bench, sweeps = [], [], [], []
     for path in paths:
+        if path.is_dir() and (path / "sweep.json").is_file():
+            sweeps.append(analyse(path))
+            continue
         if path.is_dir():
             if not is_run_folder(path):
                 raise BadInput(f"{path}: not a run folder (no manifest.json)")
@@ -49,6 +57,6 @@ def load_inputs(paths: list[Path]) -> Inputs:
             raise BadInput(
                 f"{path}: neither a run folder, a `regress bench` JSON nor a gate JSON report"
             )
-    if not (accuracy or comparisons or bench):
-        raise BadInput("report: nothing to show (give run folders or JSON files)")
-    return Inputs(tuple(accuracy), tuple(comparisons), tuple(bench))
+    if not (accuracy or comparisons or bench or sweeps):
+        raise BadInput("report: nothing to show (give run folders, sweep folders or JSON files)")
+    return Inputs(tuple(accuracy), tuple(comparisons), tuple(bench), tuple(sweeps))

@@ -1,0 +1,91 @@
+"""`regress sweep`: quantization configurations measured for accuracy, perplexity, KL
+divergence, speed and memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from regress.cli.common import chosen_suite, data_options, data_source, handles_errors, stderr
+from regress.errors import BadInput
+from regress.sweep import SweepOptions, load_config_space, parse_types, run_sweep
+from regress.token_kld import DivergenceOptions
+
+
+@click.command()
+@click.option("--model", "-m", required=True, help="Source model: a .gguf path or packaged name.")
+@click.option("--types", default=None, help="Quantization types, comma-separated: Q8_0,Q4_K_M,...")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="YAML config space: types, pure, output_tensor_type, token_embedding_type (lists).",
+)
+@click.option("--tasks", "-t", default=None, help="Accuracy tasks (default arc_easy).")
+@click.option("--suite", type=click.Path(path_type=Path), default=None, help="A suite YAML.")
+@click.option("--limit", type=int, default=None, help="Examples per task (--tasks only).")
+@click.option("--num-fewshot", "-k", type=int, default=None, help="Shots (--tasks only).")
+@click.option("--ppl-chunks", type=int, default=4, show_default=True, help="WikiText-2 chunks.")
+@click.option("--ppl-ctx", type=int, default=512, show_default=True, help="Tokens per chunk.")
+@click.option("--bench-runs", type=int, default=5, show_default=True, help="pp/tg repetitions.")
+@click.option("-p", "n_prompt", type=int, default=512, show_default=True, help="ppN prompt size.")
+@click.option("-n", "n_gen", type=int, default=128, show_default=True, help="tgN tokens.")
+@click.option("--threads", type=int, default=None, help="llama.cpp threads (default: all).")
+@click.option("--stop-after", type=int, default=None, help="Measure at most N new configurations.")
+@click.option(
+    "--output", "-o", type=click.Path(path_type=Path), required=True, help="Sweep folder."
+)
+@data_options
+@handles_errors
+def sweep(
+    model: str,
+    types: str | None,
+    config_file: Path | None,
+    tasks: str | None,
+    suite: Path | None,
+    limit: int | None,
+    num_fewshot: int | None,
+    ppl_chunks: int,
+    ppl_ctx: int,
+    bench_runs: int,
+    n_prompt: int,
+    n_gen: int,
+    threads: int | None,
+    stop_after: int | None,
+    output: Path,
+    data_dir: Path | None,
+    hf_datasets: bool,
+) -> None:
+    """Quantize MODEL into each configuration and measure it against MODEL: accuracy per task
+    (paired test), WikiText-2 perplexity, KL divergence and same top token, pp/tg speed and
+    peak RSS. Resumable: run the same command again after a kill (or --stop-after N).
+
+    \b
+    Example:
+      regress sweep -m smollm2-135m --types Q8_0,Q4_K_M,Q4_0,Q2_K -t arc_easy --limit 300 \\
+          -o sweeps/smollm2
+      regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 1GB
+    """
+    if (types is None) == (config_file is None):
+        raise BadInput("give one of --types or --config")
+    configs = parse_types(types) if types is not None else load_config_space(config_file)
+    options = SweepOptions(
+        model=model,
+        configs=configs,
+        out_dir=output,
+        suite=chosen_suite(tasks if tasks or suite else "arc_easy", suite, num_fewshot, limit, ()),
+        source=data_source(data_dir, hf_datasets),
+        divergence=DivergenceOptions(n_ctx=ppl_ctx, n_chunks=ppl_chunks, threads=threads),
+        n_prompt=n_prompt,
+        n_gen=n_gen,
+        bench_runs=bench_runs,
+        threads=threads,
+        stop_after=stop_after,
+    )
+    done = run_sweep(options, lambda line: stderr.print(line))
+    stderr.print(
+        f"{len(done.results)} measured, {len(done.skipped)} skipped, {len(done.pending)} to go "
+        f"in {output}"
+    )

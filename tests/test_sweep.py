@@ -1,0 +1,163 @@
+"""regress sweep without a model: the config space, options, result files, tensor hashes."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from regress.config import inline_suite
+from regress.errors import BadInput
+from regress.quantize import QuantSettings, weights_sha256
+from regress.sweep import (
+    ConfigResult,
+    Speed,
+    SweepOptions,
+    TaskScore,
+    config_space,
+    load_config_space,
+    load_results,
+    parse_types,
+    result_from_dict,
+    result_to_dict,
+    slug,
+)
+from regress.token_kld import Divergence, TokenValues, compare_rows, summarize
+
+
+def test_config_space_is_the_product_of_its_lists() -> None:
+    configs = config_space(
+        {"types": ["q8_0", "Q4_0"], "pure": [False, True], "token_embedding_type": [None, "Q8_0"]}
+    )
+    assert len(configs) == 8
+    assert configs[0] == QuantSettings("Q8_0")
+    assert [c.name for c in configs[:4]] == [
+        "Q8_0",
+        "Q8_0+emb=Q8_0",
+        "Q8_0+pure",
+        "Q8_0+pure+emb=Q8_0",
+    ]
+    assert slug("Q4_0+out=Q8_0") == "Q4_0_out-Q8_0"
+
+
+def test_config_space_refuses_what_it_does_not_know(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="unknown key"):
+        config_space({"types": ["Q8_0"], "group_size": [32]})
+    with pytest.raises(BadInput, match="types"):
+        config_space({"pure": [True]})
+    bad = tmp_path / "space.yaml"
+    bad.write_text("types: [Q8_0\n")
+    with pytest.raises(BadInput, match="space.yaml: not valid YAML"):
+        load_config_space(bad)
+    bad.write_text("types: [Q8_0, Q4_0]\npure: true\n")
+    assert [c.name for c in load_config_space(bad)] == ["Q8_0+pure", "Q4_0+pure"]
+
+
+def test_options_are_checked_before_any_work(tmp_path: Path) -> None:
+    suite = inline_suite("arc_easy", limit=5)
+    with pytest.raises(BadInput, match="unknown quantization"):
+        SweepOptions("smollm2-135m", (QuantSettings("Q9_9"),), tmp_path, suite)
+    with pytest.raises(BadInput, match="unknown token_embedding_type"):
+        SweepOptions(
+            "smollm2-135m", (QuantSettings("Q8_0", token_embedding_type="X"),), tmp_path, suite
+        )
+    with pytest.raises(BadInput, match="twice"):
+        SweepOptions("smollm2-135m", parse_types("Q8_0") * 2, tmp_path, suite)
+    with pytest.raises(BadInput, match="at least one"):
+        parse_types(" , ")
+    assert [c.name for c in parse_types("q8_0, Q4_0,q8_0")] == ["Q8_0", "Q4_0"]
+
+
+def _result(name: str) -> ConfigResult:
+    score = TaskScore("all", 10, 0.5, 0.2, 0.8, 1, 2, 0.1, -0.2, 0.4, 0.9)
+    values = TokenValues(
+        np.array([1.0, 2.0], np.float32),
+        np.array([1.5, 2.5], np.float32),
+        np.array([0.1, 0.3], np.float32),
+        np.array([True, False]),
+    )
+    return ConfigResult(
+        name=name,
+        settings=QuantSettings("Q4_0", output_tensor_type="Q8_0"),
+        file="/x.gguf",
+        sha256="a" * 64,
+        weights_sha256="b" * 64,
+        quantization="Q4_0",
+        size_bytes=2**20,
+        n_params=10**6,
+        identical_to=None,
+        scores=(score,),
+        divergence=summarize(values),
+        speed=Speed(100.0, 5.0, 40.0, 1.0, (39.0, 41.0), 300 * 2**20, 0.1),
+        system_info="CPU : AVX2 = 1 |",
+        created="2026-12-01T00:00:00Z",
+        elapsed_s=1.0,
+    )
+
+
+def test_a_result_survives_its_json_and_a_half_written_file_is_not_read(tmp_path: Path) -> None:
+    result = _result("Q4_0+out=Q8_0")
+    assert result_from_dict(json.loads(json.dumps(result_to_dict(result)))) == result
+    assert result.bits_per_weight == pytest.approx(8 * 2**20 / 10**6)
+    assert result.speed.latency_ms == pytest.approx(25.0)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "sweep.json").write_text(
+        json.dumps({"model": "m", "source_sha256": "s", "configs": ["Q4_0+out=Q8_0", "Q2_K"]})
+    )
+    (tmp_path / "configs" / "source.json").write_text(
+        json.dumps(result_to_dict(dataclasses.replace(result, name="source", settings=None)))
+    )
+    (tmp_path / "configs" / f"{slug(result.name)}.json").write_text(
+        json.dumps(result_to_dict(result))
+    )
+    # A write the kill interrupted: a temporary name, never read as a result.
+    (tmp_path / "configs" / ".Q2_K.json.tmp").write_text('{"name": "Q2')
+    sweep = load_results(tmp_path)
+    assert [r.name for r in sweep.results] == ["source", "Q4_0+out=Q8_0"]
+    assert sweep.pending == ("Q2_K",)
+    with pytest.raises(BadInput, match="not a sweep folder"):
+        load_results(tmp_path / "configs")
+
+
+def test_llama_perplexity_definitions_on_known_distributions() -> None:
+    base = np.log(np.array([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]))
+    cand = np.log(np.array([[0.25, 0.5, 0.25], [0.1, 0.8, 0.1]]))
+    nll_base, nll, kld, same = compare_rows(base + 3.0, cand - 1.0, np.array([0, 1]))
+    assert nll_base == pytest.approx([np.log(2), -np.log(0.8)])
+    assert nll == pytest.approx([np.log(4), -np.log(0.8)])
+    assert kld == pytest.approx([0.5 * np.log(2) + 0.25 * np.log(0.5), 0.0])
+    assert same.tolist() == [False, True]
+    d: Divergence = summarize(TokenValues(nll_base, nll, kld, same))
+    assert d.ppl == pytest.approx(np.exp(nll.mean()))
+    assert d.ln_ppl_ratio == pytest.approx(np.log(d.ppl / d.ppl_base))
+    assert d.same_top == 0.5
+
+
+def _gguf(path: Path, file_type: int, data: np.ndarray) -> Path:
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_file_type(file_type)
+    writer.add_array("tokenizer.ggml.tokens", ["a", "bb", "ccc"])
+    writer.add_tensor("blk.0.w", data)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_weights_hash_ignores_the_header_and_sees_the_tensors(tmp_path: Path) -> None:
+    data = np.arange(64, dtype=np.float32).reshape(8, 8)
+    a = _gguf(tmp_path / "a.gguf", 10, data)
+    b = _gguf(tmp_path / "b.gguf", 11, data)
+    c = _gguf(tmp_path / "c.gguf", 10, data + 1)
+    assert hashlib.sha256(a.read_bytes()).digest() != hashlib.sha256(b.read_bytes()).digest()
+    assert weights_sha256(a) == weights_sha256(b) != weights_sha256(c)
+    (tmp_path / "x.gguf").write_bytes(b"GGML" + bytes(40))
+    with pytest.raises(BadInput, match="not a GGUF"):
+        weights_sha256(tmp_path / "x.gguf")
