@@ -38,7 +38,7 @@ from regress.pareto import (
 )
 from regress.stats import mcnemar_pvalue
 from regress.store import read_run
-from regress.sweep import ConfigResult, SweepResults, load_results, slug
+from regress.sweep_results import ConfigResult, SweepResults, load_results, slug
 from regress.token_kld import TokenValues
 
 RSS_TOLERANCE = 0.02

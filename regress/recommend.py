@@ -126,6 +126,11 @@ def _choose(
     if best is top and len(tied) == 1:
         return best, f"the most accurate that meets the limits ({figures})"
     others = ", ".join(f"{o.name} {o.accuracy:.3f}" for o in tied if o is not best)
+    if best is top:
+        return best, (
+            f"the most accurate and the best {prefer.value} ({figures}) of the configurations "
+            f"the paired test cannot tell from it (p >= {alpha:g}; tied: {others})"
+        )
     return best, (
         f"the best {prefer.value} ({figures}) of the configurations whose accuracy the paired "
         f"test cannot tell from the most accurate, {top.name} (p >= {alpha:g}; tied: {others})"

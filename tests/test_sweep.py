@@ -13,15 +13,12 @@ import pytest
 from regress.config import inline_suite
 from regress.errors import BadInput
 from regress.quantize import QuantSettings, weights_sha256
-from regress.sweep import (
+from regress.sweep import SweepOptions, config_space, load_config_space, parse_types
+from regress.sweep_results import (
     ConfigResult,
     Speed,
-    SweepOptions,
     TaskScore,
-    config_space,
-    load_config_space,
     load_results,
-    parse_types,
     result_from_dict,
     result_to_dict,
     slug,

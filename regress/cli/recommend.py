@@ -10,9 +10,7 @@ import click
 from regress.choose import parse_bytes
 from regress.cli.common import handles_errors
 from regress.errors import BadInput
-from regress.frontier import DEFAULT_OBJECTIVES, accuracy_test, analyse, parse_objectives
 from regress.recommend import Limits, Option, Prefer, parse_latency_ms, recommend, render
-from regress.report.sweep_markdown import sweep_table
 
 
 @click.command("recommend")
@@ -35,9 +33,9 @@ from regress.report.sweep_markdown import sweep_table
 )
 @click.option(
     "--objectives",
-    default=",".join(DEFAULT_OBJECTIVES),
-    show_default=True,
-    help="Pareto objectives: accuracy, latency_ms, pp_ts, peak_rss, size, ppl, kld.",
+    default=None,
+    help="Pareto objectives, two or more of accuracy, latency_ms, pp_ts, peak_rss, size, ppl, "
+    "kld (default: accuracy,latency_ms,peak_rss).",
 )
 @click.option(
     "--reference",
@@ -54,7 +52,7 @@ def recommend_command(
     max_memory: str | None,
     min_accuracy: float | None,
     prefer: str,
-    objectives: str,
+    objectives: str | None,
     reference: str | None,
     alpha: float,
     table: bool,
@@ -66,6 +64,10 @@ def recommend_command(
     Example:
       regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 4GB
     """
+    # pandas and scipy load only when the command runs, so `regress` starts fast.
+    from regress.frontier import DEFAULT_OBJECTIVES, accuracy_test, analyse, parse_objectives
+    from regress.report.sweep_markdown import sweep_table
+
     if not 0 < alpha < 1:
         raise BadInput("--alpha must be in (0, 1)")
     ref = None
@@ -76,7 +78,8 @@ def recommend_command(
             raise BadInput(
                 f"--reference: expected numbers separated by commas: {reference}"
             ) from None
-    sweep, frontier = analyse(sweep_dir, parse_objectives(objectives), alpha, ref)
+    chosen = parse_objectives(objectives) if objectives else DEFAULT_OBJECTIVES
+    sweep, frontier = analyse(sweep_dir, chosen, alpha, ref)
     limits = Limits(
         max_latency_ms=parse_latency_ms(max_latency) if max_latency else None,
         max_memory_bytes=parse_bytes(max_memory) if max_memory else None,

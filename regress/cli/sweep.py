@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
+from regress.cli.bench import require_extra
 from regress.cli.common import chosen_suite, data_options, data_source, handles_errors, stderr
 from regress.errors import BadInput
-from regress.sweep import SweepOptions, load_config_space, parse_types, run_sweep
-from regress.token_kld import DivergenceOptions
 
 
 @click.command()
@@ -68,6 +67,10 @@ def sweep(
           -o sweeps/smollm2
       regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 1GB
     """
+    require_extra("psutil")
+    from regress.sweep import SweepOptions, load_config_space, parse_types, run_sweep
+    from regress.token_kld import DivergenceOptions
+
     if (types is None) == (config_file is None):
         raise BadInput("give one of --types or --config")
     configs = parse_types(types) if types is not None else load_config_space(config_file)

@@ -13,7 +13,7 @@ from regress.errors import BadInput
 from regress.frontier import Frontier, analyse
 from regress.store import is_run_folder, read_run
 from regress.summaries import AccuracyRun, BenchModel, accuracy_run, bench_models
-from regress.sweep import SweepResults
+from regress.sweep_results import SweepResults
 
 
 @dataclass(frozen=True)

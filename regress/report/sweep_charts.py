@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from regress.frontier import Frontier
 from regress.pareto import Direction, non_dominated
-from regress.sweep import ConfigResult, SweepResults
+from regress.sweep_results import ConfigResult, SweepResults
 
 SWEEP_CHARTS = ("accuracy_vs_latency", "ppl_vs_memory", "kld_vs_size")
 """Chart ids of one sweep, in page order."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from regress.frontier import Frontier
-from regress.sweep import SweepResults
+from regress.sweep_results import SweepResults
 
 
 def _pm(value: float, se: float, digits: int) -> str:
