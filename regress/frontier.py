@@ -16,7 +16,7 @@ across pairs):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -118,6 +118,18 @@ def table(sweep: SweepResults) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def paired_accuracy_p(outcomes: Sequence[tuple[bool, bool]]) -> tuple[float, float]:
+    """From (first right, second right) per shared example: the one-sided McNemar mid-p that
+    the second is more accurate than the first, and that it is less accurate."""
+    only_first = sum(1 for a, b in outcomes if a and not b)
+    only_second = sum(1 for a, b in outcomes if b and not a)
+    # mcnemar_pvalue(b, c) tests "the candidate is worse", b counting the baseline's own wins.
+    return (
+        float(mcnemar_pvalue(only_second, only_first)),
+        float(mcnemar_pvalue(only_first, only_second)),
+    )
+
+
 class _Tests:
     """Pairwise tests between the distinct configurations of one sweep folder."""
 
@@ -138,10 +150,15 @@ class _Tests:
         """One-sided mid-p of (i better than j, i worse than j) on shared examples."""
         a, b = self._run(self.results[i].name), self._run(self.results[j].name)
         pairs = pair_runs(b, a, list(b.manifest.tasks.values())).pairs  # type: ignore[attr-defined]
-        flat = [(x, y) for task in pairs.values() for x, y in task if x.correct is not None]
-        j_only = sum(1 for x, y in flat if (x.correct or 0) and not (y.correct or 0))
-        i_only = sum(1 for x, y in flat if not (x.correct or 0) and (y.correct or 0))
-        return float(mcnemar_pvalue(j_only, i_only)), float(mcnemar_pvalue(i_only, j_only))
+        # A failed example counts as wrong, as in the gate; perplexity records have no 0/1.
+        return paired_accuracy_p(
+            [
+                (bool(x.correct), bool(y.correct))
+                for task in pairs.values()
+                for x, y in task
+                if x.correct is not None or y.correct is not None or not (x.ok and y.ok)
+            ]
+        )
 
     def per_token_p(self, i: int, j: int, field: str) -> float:
         """Two-sided paired t p-value of the per-token values (nll or kld)."""

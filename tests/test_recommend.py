@@ -112,3 +112,14 @@ def test_latency_text() -> None:
         parse_latency_ms("fast")
     with pytest.raises(BadInput):
         recommend([], Limits(), _never_separable)
+
+
+def test_paired_accuracy_p_has_the_right_direction() -> None:
+    from regress.frontier import paired_accuracy_p
+
+    # The second is right on 12 examples the first gets wrong, and wrong on 1 it gets right.
+    outcomes = [(False, True)] * 12 + [(True, False)] + [(True, True)] * 30 + [(False, False)] * 7
+    p_better, p_worse = paired_accuracy_p(outcomes)
+    assert p_better < 0.01 < 0.99 < p_worse
+    assert paired_accuracy_p([(a, b) for b, a in outcomes]) == (p_worse, p_better)
+    assert paired_accuracy_p([(True, True)] * 5) == (1.0, 1.0)

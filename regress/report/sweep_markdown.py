@@ -52,6 +52,12 @@ def sweep_table(sweep: SweepResults, frontier: Frontier) -> str:
         "at least one objective; 'not separable' means dominated only on estimates the tests "
         "cannot separate.",
     ]
+    flags = sorted({r.system_info for r in sweep.results})
+    lines.append(
+        "llama.cpp system info: "
+        + "; ".join(f"`{f}`" for f in flags)
+        + (" (configurations measured on different CPU builds)" if len(flags) > 1 else "")
+    )
     if frontier.warnings:
         lines += ["", *(f"- {w}" for w in frontier.warnings)]
     return "\n".join(lines) + "\n"
