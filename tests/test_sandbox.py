@@ -1,0 +1,162 @@
+"""The code sandbox contains hostile completions and records them as failures.
+
+No test is skipped when a layer is missing: a machine without user namespaces, Landlock or a
+process limit fails `test_every_layer_applies` (and the containment cases), as it should.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from regress import sandbox
+from regress.errors import BadInput, RunFailed
+from regress.sandbox import LAYERS, Outcome, SandboxLimits, run_python
+
+LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=2)
+
+
+def run(program: str, *tests: str, limits: SandboxLimits = LIMITS) -> sandbox.SandboxResult:
+    return run_python(program, tests or ("assert f()",), limits)
+
+
+def sandbox_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any("sandbox_child.py" in part for part in proc.info["cmdline"] or ()):
+            found.append(proc)
+    return found
+
+
+def test_every_layer_applies() -> None:
+    result = run("def f(x):\n    return 2 * x\n", "assert f(2) == 4", "assert f(0) == 0")
+    assert result.outcome is Outcome.PASSED and result.passed
+    assert set(result.layers) == set(LAYERS)
+    assert sandbox.require_sandbox(LIMITS) == result.layers
+
+
+def test_failed_tests_are_named() -> None:
+    result = run("def f(x):\n    return 3 * x\n", "assert f(2) == 4", "assert f(0) == 0")
+    assert result.outcome is Outcome.FAILED
+    assert result.failed_tests == ("assert f(2) == 4",)
+    assert result.n_tests == 2
+
+
+def test_syntax_error() -> None:
+    assert run("def f(x)\n    return x\n").outcome is Outcome.SYNTAX_ERROR
+
+
+def test_exiting_early_is_not_a_pass() -> None:
+    result = run("import sys\nsys.exit(0)\n", "assert False")
+    assert result.outcome is Outcome.FAILED
+
+
+def test_infinite_loop_hits_the_cpu_limit() -> None:
+    result = run("def f():\n    while True:\n        pass\n")
+    assert result.outcome is Outcome.TIMEOUT
+    assert "CPU" in result.reason
+
+
+def test_sleeping_forever_hits_the_wall_clock_limit() -> None:
+    result = run("import time\ndef f():\n    time.sleep(60)\n")
+    assert result.outcome is Outcome.TIMEOUT
+    assert "wall-clock" in result.reason
+
+
+def test_huge_allocation_is_a_memory_failure() -> None:
+    result = run("def f():\n    return bytearray(64 << 30)\n")
+    assert result.outcome is Outcome.MEMORY
+
+
+def test_fork_bomb_is_capped_and_leaves_nothing_behind() -> None:
+    bomb = "import os, time\ndef f():\n    while True:\n        os.fork()\n"
+    result = run(bomb)
+    assert result.outcome is Outcome.FAILED
+    assert "Resource temporarily unavailable" in result.reason
+    # Forks that keep running after the cap are killed with the pid namespace.
+    sleeper = (
+        "import os, time\ndef f():\n    for _ in range(5):\n        os.fork()\n    time.sleep(60)\n"
+    )
+    assert run(sleeper).outcome is Outcome.TIMEOUT
+    assert sandbox_processes() == []
+
+
+def test_files_outside_the_sandbox_cannot_be_written(tmp_path: Path) -> None:
+    targets = [tmp_path / "escaped.txt", Path.home() / f"regress-escaped-{uuid.uuid4().hex}"]
+    for target in targets:
+        result = run(f"def f():\n    open({str(target)!r}, 'w').write('x')\n    return True\n")
+        assert result.outcome is Outcome.FAILED
+        assert "Permission denied" in result.reason
+        assert not target.exists()
+
+
+def test_files_inside_the_sandbox_can_be_written() -> None:
+    program = (
+        "import os\ndef f():\n    open('scratch.txt', 'w').write('ok')\n"
+        "    return open(os.path.join(os.environ['TMPDIR'], 'scratch.txt')).read() == 'ok'\n"
+    )
+    assert run(program).outcome is Outcome.PASSED
+
+
+def test_files_outside_the_read_roots_cannot_be_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2")
+    result = run(f"def f():\n    return open({str(secret)!r}).read() == 'hunter2'\n")
+    assert result.outcome is Outcome.FAILED
+    assert "Permission denied" in result.reason
+
+
+def test_environment_secrets_are_not_visible(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGRESS_FAKE_SECRET", "hunter2")
+    from_env = (
+        "import os\ndef f():\n    return os.environ.get('REGRESS_FAKE_SECRET') == 'hunter2'\n"
+    )
+    assert run(from_env).outcome is Outcome.FAILED
+    parent = psutil.Process().pid
+    from_proc = f"def f():\n    return b'hunter2' in open('/proc/{parent}/environ', 'rb').read()\n"
+    result = run(from_proc)
+    assert result.outcome is Outcome.FAILED
+    assert "Permission denied" in result.reason
+
+
+def test_network_is_unreachable() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        program = (
+            "import socket\ndef f():\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'x')\n"
+            "    return True\n"
+        )
+        assert run(program).outcome is Outcome.FAILED
+        with pytest.raises(BlockingIOError):
+            server.accept()
+
+
+def test_a_missing_layer_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "MIN_LANDLOCK_ABI", 1000)
+    result = run("def f():\n    return True\n")
+    assert result.outcome is Outcome.SANDBOX_ERROR
+    assert "landlock" in result.reason
+    with pytest.raises(RunFailed, match="REGRESS_SANDBOX_OPTIONAL"):
+        sandbox.require_sandbox(LIMITS)
+    opted_out = SandboxLimits(
+        cpu_seconds=1, wall_seconds=2, optional_layers=frozenset({"landlock"})
+    )
+    result = run("def f():\n    return True\n", limits=opted_out)
+    assert result.outcome is Outcome.PASSED
+    assert "landlock" not in result.layers
+
+
+def test_opt_out_names_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sandbox.OPTIONAL_ENV, "landlock, namespaces")
+    assert sandbox.optional_layers_from_env() == {"landlock", "namespaces"}
+    monkeypatch.setenv(sandbox.OPTIONAL_ENV, "seccomp")
+    with pytest.raises(BadInput, match="seccomp"):
+        sandbox.optional_layers_from_env()
