@@ -13,12 +13,15 @@ from regress.tasks.arc import arc_task
 from regress.tasks.base import DataSource, Example, Scored, Task, doc_hash
 from regress.tasks.boolq import boolq_task
 from regress.tasks.builtin import GENERATORS, builtin_task
+from regress.tasks.constrained_writing import constrained_writing_task
 from regress.tasks.gsm8k import Gsm8kTask
 from regress.tasks.hellaswag import hellaswag_task
+from regress.tasks.json_extraction import json_extraction_task
 from regress.tasks.loaders import DATA_DIR_ENV, resolve_source
 from regress.tasks.metrics import group_aggregate
 from regress.tasks.mmlu import CATEGORIES, SUBJECTS, subject_task
 from regress.tasks.piqa import piqa_task
+from regress.tasks.python_functions import python_functions_task
 from regress.tasks.truthfulqa import truthfulqa_task
 from regress.tasks.wikitext import WikitextTask
 
@@ -48,6 +51,9 @@ _FACTORIES: dict[str, Callable[[], Task]] = {
     "wikitext": WikitextTask,
     "gsm8k": Gsm8kTask,
     **{f"builtin_{kind}": (lambda kind=kind: builtin_task(kind)) for kind in GENERATORS},
+    "json_extraction": json_extraction_task,
+    "constrained_writing": constrained_writing_task,
+    "python_functions": python_functions_task,
 }
 
 _GROUPS: dict[str, list[str]] = {
