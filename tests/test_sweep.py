@@ -158,3 +158,29 @@ def test_weights_hash_ignores_the_header_and_sees_the_tensors(tmp_path: Path) ->
     (tmp_path / "x.gguf").write_bytes(b"GGML" + bytes(40))
     with pytest.raises(BadInput, match="not a GGUF"):
         weights_sha256(tmp_path / "x.gguf")
+
+
+def test_kld_cannot_rank_near_lossless_configurations() -> None:
+    from regress.frontier import _kld_warnings
+
+    def with_kld(name: str, kld: float) -> ConfigResult:
+        r = _result(name)
+        return dataclasses.replace(r, divergence=dataclasses.replace(r.divergence, kld_mean=kld))
+
+    results = [with_kld("source", 0.0), with_kld("Q8_0", 0.004), with_kld("Q6_K", 0.006)]
+    results.append(with_kld("Q2_K", 0.4))
+
+    class Tests:
+        def __init__(self, p: float) -> None:
+            self.p = p
+
+        def per_token_p(self, i: int, j: int, field: str) -> float:
+            return self.p
+
+    noisy = _kld_warnings(results, Tests(0.3), 0.05)  # type: ignore[arg-type]
+    assert len(noisy) == 2
+    assert noisy[0].startswith("Q8_0, Q6_K: mean KLD under 0.01")
+    assert noisy[1].startswith("KLD cannot rank Q8_0 and Q6_K (0.0040 vs 0.0060")
+    assert "paired accuracy test" in noisy[1]
+    separated = _kld_warnings(results, Tests(0.001), 0.05)  # type: ignore[arg-type]
+    assert len(separated) == 1  # Q2_K is far from lossless: never compared this way
