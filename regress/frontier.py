@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from regress.errors import BadInput
+from regress.manifest import Run
 from regress.pairing import pair_runs
 from regress.pareto import (
     Direction,
@@ -139,7 +140,7 @@ class _Tests:
         self.alpha = alpha
 
     @cache  # noqa: B019 - one instance per analysis; runs are read once
-    def _run(self, name: str) -> object:
+    def _run(self, name: str) -> Run:
         return read_run(self.out_dir / "runs" / slug(name))
 
     @cache  # noqa: B019
@@ -149,7 +150,7 @@ class _Tests:
     def accuracy_p(self, i: int, j: int) -> tuple[float, float]:
         """One-sided mid-p of (i better than j, i worse than j) on shared examples."""
         a, b = self._run(self.results[i].name), self._run(self.results[j].name)
-        pairs = pair_runs(b, a, list(b.manifest.tasks.values())).pairs  # type: ignore[attr-defined]
+        pairs = pair_runs(b, a, list(b.manifest.tasks.values())).pairs
         # A failed example counts as wrong, as in the gate; perplexity records have no 0/1.
         return paired_accuracy_p(
             [

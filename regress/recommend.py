@@ -129,11 +129,12 @@ def _choose(
     if best is top:
         return best, (
             f"the most accurate and the best {prefer.value} ({figures}) of the configurations "
-            f"the paired test cannot tell from it (p >= {alpha:g}; tied: {others})"
+            f"the paired test does not show less accurate (one-sided p >= {alpha:g}: {others})"
         )
     return best, (
-        f"the best {prefer.value} ({figures}) of the configurations whose accuracy the paired "
-        f"test cannot tell from the most accurate, {top.name} (p >= {alpha:g}; tied: {others})"
+        f"the best {prefer.value} ({figures}) of the configurations the paired test does not "
+        f"show less accurate than the most accurate, {top.name} (one-sided p >= {alpha:g}: "
+        f"{others})"
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from regress import __version__
 from regress.config import Suite
 from regress.errors import BadInput, RunFailed
+from regress.manifest import Run
 from regress.models import model_info, resolve_model_path
 from regress.pairing import pair_runs
 from regress.quantize import QuantSettings, check_settings, quantize_file, weights_sha256
@@ -124,7 +125,7 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _scores(reference: Any, run: Any) -> tuple[TaskScore, ...]:
+def _scores(reference: Run, run: Run) -> tuple[TaskScore, ...]:
     """Per-task and pooled accuracy with the paired comparison against the reference run."""
     summary = accuracy_run(run)
     infos = [
@@ -225,6 +226,8 @@ class _Sweep:
         self.source_path = resolve_model_path(options.model)
         self.source_info = model_info(str(self.source_path))
         self.specs = tuple(suite_specs(options.suite))
+        self.finished: list[ConfigResult] = []
+        """Configurations measured or read back so far, in sweep order."""
 
     def start(self) -> None:
         """Write sweep.json, or check that an existing one asked for the same sweep."""
@@ -274,7 +277,7 @@ class _Sweep:
                 quantize_file(self.source_path, settings, path, self.options.threads or 0)
         return path
 
-    def accuracy_run(self, name: str, path: Path) -> Any:
+    def accuracy_run(self, name: str, path: Path) -> Run:
         folder = self.out / "runs" / slug(name)
         if folder.is_dir() and is_run_folder(folder):
             return read_run(folder)
@@ -306,7 +309,12 @@ class _Sweep:
         return summarize(TokenValues.load(file))
 
     def measure(
-        self, name: str, settings: QuantSettings | None, path: Path, reference: Any, text: str
+        self,
+        name: str,
+        settings: QuantSettings | None,
+        path: Path,
+        reference: Run | None,
+        text: str,
     ) -> ConfigResult:
         start = time.perf_counter()
         info = model_info(str(path))
@@ -355,7 +363,7 @@ class _Sweep:
         )
 
     def one(
-        self, name: str, settings: QuantSettings | None, reference: Any, text: str
+        self, name: str, settings: QuantSettings | None, reference: Run | None, text: str
     ) -> dict[str, Any]:
         """Measure one configuration (or record why llama.cpp could not make it)."""
         if settings is None:
@@ -371,7 +379,6 @@ class _Sweep:
     def run(self) -> SweepResults:
         text = wikitext_text(self.options.source)  # missing data: refused before any file
         self.start()
-        self.finished: list[ConfigResult] = []
         todo: list[tuple[str, QuantSettings | None]] = [(SOURCE, None)]
         todo += [(c.name, c) for c in self.options.configs]
         new = 0

@@ -56,7 +56,7 @@ def test_the_most_accurate_when_the_test_separates_it() -> None:
 def test_ties_under_the_paired_test_go_to_the_preferred_resource() -> None:
     rec = recommend(OPTIONS, Limits(), _never_separable)
     assert rec.chosen is not None and rec.chosen.name == "q2"  # fastest of all, none separable
-    assert "cannot tell from the most accurate, q8" in rec.why
+    assert "not show less accurate than the most accurate, q8" in rec.why
     rec = recommend(OPTIONS, Limits(), _never_separable, prefer=Prefer.MEMORY)
     assert rec.chosen is not None and rec.chosen.name == "q2"
 
