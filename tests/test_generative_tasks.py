@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from regress import sandbox
 from regress.backends import load_backend
 from regress.engine import TaskSpec, evaluate
-from regress.errors import BadInput
+from regress.errors import BadInput, RunFailed
 from regress.requests import GenerateResult
 from regress.sandbox import SandboxLimits, run_python
 from regress.tasks import DataSource, get_tasks
@@ -124,3 +125,12 @@ def test_real_model_records_match_revalidated_generations() -> None:
                 sandboxed = run_python(doc["prompt"].rstrip() + text, doc["tests"], pf.LIMITS)
                 assert record.scores["sandbox"] == [sandboxed.outcome.value]
                 assert record.correct == int(sandboxed.passed)
+
+
+def test_a_refused_sandbox_stops_the_run_unless_opted_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "MIN_LANDLOCK_ABI", 1000)
+    doc = pf.load()[0]
+    with pytest.raises(RunFailed, match="REGRESS_SANDBOX_OPTIONAL"):
+        pf.judge(doc, doc["solution"])
+    monkeypatch.setenv(sandbox.OPTIONAL_ENV, "landlock")
+    assert pf.judge(doc, doc["solution"]).correct == 1

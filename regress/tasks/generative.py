@@ -65,10 +65,11 @@ class GenerativeTask:
     binary: bool = True
     default_fewshot: int = 0
     version: float = 1.0
-    higher_is_better: dict[str, bool] = field(default_factory=dict)
+    higher_is_better: dict[str, bool] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.higher_is_better.update(dict.fromkeys(self.metric_names, True))
+        # Every metric of these sets is a success rate.
+        object.__setattr__(self, "higher_is_better", dict.fromkeys(self.metric_names, True))
 
     def effective_fewshot(self, num_fewshot: int | None) -> int:
         """Always 0: the exemplars are part of the fixed prompt, not sampled shots."""

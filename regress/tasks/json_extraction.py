@@ -15,6 +15,7 @@ Metrics: `json_match` (primary, 0/1: the structure and every value right), `sche
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from regress.errors import BadInput
@@ -62,10 +63,11 @@ def render(doc: Doc) -> str:
 def schemas(expected: dict[str, Any]) -> tuple[JsonSchemaValidator, JsonSchemaValidator]:
     """(structure, values): every field with its type; every field equal to its answer."""
 
-    def schema(rule) -> JsonSchemaValidator:
+    def schema(rule: Callable[[Any], dict[str, Any]]) -> JsonSchemaValidator:
         properties = {k: rule(v) for k, v in expected.items()}
-        return JsonSchemaValidator({"type": "object", "required": list(expected),
-                                    "properties": properties})  # fmt: skip
+        return JsonSchemaValidator(
+            {"type": "object", "required": list(expected), "properties": properties}
+        )
 
     return schema(lambda v: {"type": json_type(v)}), schema(lambda v: {"const": v})
 
