@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from llama_cpp import Llama
@@ -15,6 +17,8 @@ from regress.requests import (
     LoglikelihoodRequest,
     RollingLoglikelihoodRequest,
 )
+from regress.tasks.base import DataSource
+from regress.tasks.catalog import BUILTIN
 
 CONTEXT = "Question: Which planet is known as the Red Planet?\nAnswer:"
 CHOICES = [" Mars", " Venus", " Jupiter", " Saturn"]
@@ -76,6 +80,23 @@ def test_prefix_reuse_changes_no_result(smollm2_path, backend):
         assert backend.prefix_reuse and not plain.prefix_reuse
     finally:
         plain.close()
+
+
+def test_a_result_is_one_fresh_pass_whatever_came_before(backend, direct):
+    """What a result cache relies on: a request scored among others, or a random half of
+    them in any order, gets the floats of one fresh full pass. Before, a row kept from a
+    neighbour's pass, or a scored position decoded in a batch of one token, moved a choice
+    by up to 0.29 nats, so a partly cached rerun differed from a fresh one."""
+    [task] = BUILTIN.get(["builtin_dates"])
+    examples = task.examples(DataSource(None), limit=15)
+    requests = [r for e in examples for r in e.requests]
+    everything = backend.loglikelihood(requests)
+    picked = random.Random(7).sample(range(len(requests)), len(requests) // 2)
+    alone = backend.loglikelihood([requests[i] for i in picked])
+    assert alone == [everything[i] for i in picked]
+    for request, result in zip(requests, everything, strict=True):
+        expected, _ = _direct_logprob(direct, request.context, request.continuation)
+        assert result.logprob == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
 def test_prefix_reuse_evaluates_shared_context_once(smollm2_path):
