@@ -47,8 +47,9 @@ def default_cache_dir() -> Path:
 def model_key(model_sha256: str, fingerprint: RuntimeFingerprint) -> str:
     """The part of every key that names the model and its compute path (backend, versions,
     result-relevant settings, CPU kernels); speed-only settings stay out, so a rerun on
-    another thread count still hits."""
-    identity = {"model": model_sha256, "compute": fingerprint.compute_key()}
+    another thread count still hits. `results` versions the stored result types (2: a
+    generation records why it ended), so older entries are never replayed."""
+    identity = {"model": model_sha256, "compute": fingerprint.compute_key(), "results": 2}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 

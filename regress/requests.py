@@ -33,7 +33,12 @@ class RollingLoglikelihoodRequest:
 
 @dataclass(frozen=True)
 class GenerateRequest:
-    """Generate from `context` until a stop string or `max_tokens` (greedy unless temperature>0)."""
+    """Generate from `context` until a stop string, end of sequence or `max_tokens`.
+
+    Greedy at temperature 0; otherwise sampled with top-k (0: off), top-p (1: off) and min-p
+    (0: off) applied before the temperature, from a random stream seeded by `seed`: the same
+    request gives the same text on the same machine, whatever ran before it.
+    """
 
     context: str
     until: tuple[str, ...] = ()
@@ -41,7 +46,14 @@ class GenerateRequest:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 1234
+    top_k: int = 0
+    min_p: float = 0.0
     kind: RequestKind = field(default="generate_until", init=False)
+
+    @property
+    def greedy(self) -> bool:
+        """Whether the request is decoded greedily (then the seed plays no part)."""
+        return self.temperature <= 0.0
 
 
 Request = LoglikelihoodRequest | RollingLoglikelihoodRequest | GenerateRequest
@@ -68,21 +80,38 @@ class RollingResult:
     n_tokens: int
 
 
+Finish = Literal["stop", "eos", "length", "unknown"]
+"""Why a generation ended: a stop string, the model's end of sequence, `max_tokens`, or a
+server that does not say which of the first two."""
+
+
 @dataclass(frozen=True)
 class GenerateResult:
-    """Generated text (stop string removed) and its token count."""
+    """Generated text (stop string removed), its token count and why it ended."""
 
     text: str
     n_tokens: int
     n_context_tokens: int = 0
+    finish: Finish = "unknown"
+    truncated: bool = False
+    """The prompt was cut on the left to leave room for `max_tokens` (lm-eval does the same)."""
 
 
 Result = LoglikelihoodResult | RollingResult | GenerateResult
 
 
+_LATER_FIELDS = {"top_k": 0, "min_p": 0.0}
+"""Fields added after prompt hashes were first stored: left out of the hash at their default,
+so existing baselines keep their prompt hashes."""
+
+
 def request_hash(request: Request) -> str:
     """sha256 of a request's exact content: the identity of a prompt across runs."""
-    payload = json.dumps(asdict(request), sort_keys=True, ensure_ascii=False)
+    content = asdict(request)
+    for name, default in _LATER_FIELDS.items():
+        if content.get(name, default) == default:
+            content.pop(name, None)
+    payload = json.dumps(content, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

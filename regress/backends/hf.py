@@ -467,15 +467,19 @@ class HFBackend:
     def _generate_one(self, request: GenerateRequest) -> GenerateResult:
         ids = self._encode(request.context)
         # Leave room for the answer by cutting the prompt on the left, as lm-eval does.
-        ids = ids[-max(1, self.max_length - request.max_tokens) :]
+        room = max(1, self.max_length - request.max_tokens)
+        truncated = len(ids) > room
+        ids = ids[-room:]
         sampling = request.temperature > 0
+        eos = self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id
         config = transformers.GenerationConfig(
             max_new_tokens=request.max_tokens,
             do_sample=sampling,
             temperature=request.temperature if sampling else None,
             top_p=request.top_p if sampling else None,
-            top_k=0 if sampling else None,
-            eos_token_id=self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id,
+            top_k=request.top_k if sampling else None,
+            min_p=(request.min_p or None) if sampling else None,
+            eos_token_id=eos,
             pad_token_id=self._pad_id,
             stop_strings=list(request.until) or None,
         )
@@ -492,9 +496,21 @@ class HFBackend:
                 tokenizer=self.tokenizer,
             )
         new = out[0, len(ids) :].tolist()
+        ends = {eos} if isinstance(eos, int) else set(eos or ())
+        if new and new[-1] in ends:
+            new, finish = new[:-1], "eos"
+        else:
+            finish = "length" if len(new) >= request.max_tokens else "stop"
         text = self.tokenizer.decode(new, skip_special_tokens=True)
+        cut = _cut_at_stop(text, request.until)
+        if len(cut) < len(text):
+            finish = "stop"
         return GenerateResult(
-            text=_cut_at_stop(text, request.until), n_tokens=len(new), n_context_tokens=len(ids)
+            text=cut,
+            n_tokens=len(new),
+            n_context_tokens=len(ids),
+            finish=finish,
+            truncated=truncated,
         )
 
 

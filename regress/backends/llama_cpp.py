@@ -242,42 +242,60 @@ class LlamaCppBackend:
     def generate(
         self, requests: Sequence[GenerateRequest], progress: Progress | None = None
     ) -> list[GenerateResult | FailedResult]:
-        """Greedy (temperature 0) or temperature/top-p sampling, stopped at `until`."""
+        """Greedy or seeded sampling, stopped at a stop string, end of sequence or max_tokens."""
         results: list[GenerateResult | FailedResult] = []
         for request in requests:
-            n_prompt = len(self._encode(request.context))
-            if n_prompt + request.max_tokens > self.n_ctx:
-                results.append(
-                    FailedResult(
-                        "truncated",
-                        f"prompt of {n_prompt} tokens + {request.max_tokens} new exceeds "
-                        f"n_ctx {self.n_ctx}",
-                    )
-                )
-            else:
-                self._llm.reset()  # the prompt from its first token: see the module doc
-                out = self._llm.create_completion(
-                    request.context,
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    top_p=request.top_p,
-                    top_k=0,
-                    min_p=0.0,
-                    repeat_penalty=1.0,
-                    stop=list(request.until) or None,
-                    seed=request.seed,
-                )
-                usage = out["usage"]
-                results.append(
-                    GenerateResult(
-                        text=out["choices"][0]["text"],
-                        n_tokens=usage["completion_tokens"],
-                        n_context_tokens=usage["prompt_tokens"],
-                    )
-                )
+            results.append(self._generate_one(request))
             if progress:
                 progress(1)
         return results
+
+    def _generate_one(self, request: GenerateRequest) -> GenerateResult:
+        ids = self._llm.tokenize(
+            request.context.encode("utf-8"), add_bos=self.add_bos, special=True
+        )
+        # Leave room for the answer by cutting the prompt on the left, as lm-eval does.
+        room = max(1, self.n_ctx - request.max_tokens)
+        truncated = len(ids) > room
+        ids = ids[-room:]
+        self._llm.reset()  # the prompt from its first token: see the module doc
+        self._llm.set_seed(request.seed)
+        sampled = request.temperature > 0
+        tokens: list[int] = []
+        text, finish = "", "length"
+        vocab = self._llm._model.vocab
+        for token in self._llm.generate(
+            ids,
+            temp=request.temperature if sampled else 0.0,
+            top_k=request.top_k if sampled else 0,
+            top_p=request.top_p if sampled else 1.0,
+            min_p=request.min_p if sampled else 0.0,
+            repeat_penalty=1.0,
+        ):
+            if self._is_end(vocab, token):
+                finish = "eos"
+                break
+            tokens.append(token)
+            text = self._llm.detokenize(tokens).decode("utf-8", errors="ignore")
+            cut = _first_stop(text, request.until)
+            if cut is not None:
+                text, finish = text[:cut], "stop"
+                break
+            if len(tokens) >= request.max_tokens:
+                break
+        return GenerateResult(
+            text=text,
+            n_tokens=len(tokens),
+            n_context_tokens=len(ids),
+            finish=finish,
+            truncated=truncated,
+        )
+
+    @staticmethod
+    def _is_end(vocab: object, token: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(vocab, token))
 
     # -- timed paths for `regress bench` ---------------------------------------------------
     @property
@@ -386,3 +404,9 @@ class LlamaCppBackend:
         finally:
             self.clear_cache()  # the rows are copied out; the next request starts clean
         return np.stack(rows)
+
+
+def _first_stop(text: str, until: Sequence[str]) -> int | None:
+    """Where the first stop string starts in `text`, or None."""
+    found = [i for stop in until if stop and (i := text.find(stop)) >= 0]
+    return min(found) if found else None

@@ -28,6 +28,7 @@ from regress.errors import BadInput, RunFailed
 from regress.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.requests import (
     FailedResult,
+    Finish,
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
@@ -191,6 +192,8 @@ class OpenAIBackend:
             "top_p": request.top_p,
             "seed": request.seed,
         }
+        # Not in OpenAI's API: sent only when set (llama-server and vLLM read both).
+        body |= {k: v for k, v in (("top_k", request.top_k), ("min_p", request.min_p)) if v}
         if request.until:
             body["stop"] = list(request.until[:4])  # the OpenAI API takes at most four
         if self.chat:
@@ -210,6 +213,7 @@ class OpenAIBackend:
             text=_cut_at_stop(text, request.until),
             n_tokens=usage.get("completion_tokens", 0),
             n_context_tokens=usage.get("prompt_tokens", 0),
+            finish=_finish(choice),
         )
 
     def _check_echo(self) -> None:
@@ -464,6 +468,17 @@ def _is_top(entry: _Entry) -> bool:
     if entry.logprob is None or not entry.top:
         return False
     return entry.logprob >= max(entry.top.values())
+
+
+def _finish(choice: dict[str, Any]) -> Finish:
+    """Why the server stopped: `length`; vLLM names the matched stop string in `stop_reason`
+    (None for end of sequence); llama-server says `stop` for both, which stays `unknown`."""
+    reason = choice.get("finish_reason")
+    if reason == "length":
+        return "length"
+    if reason == "stop" and "stop_reason" in choice:
+        return "eos" if choice["stop_reason"] is None else "stop"
+    return "unknown"
 
 
 def _cut_at_stop(text: str, until: Sequence[str]) -> str:
