@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from regress.frontier import Frontier
+from regress.frontier import OBJECTIVES, Frontier
 from regress.sweep_results import SweepResults
 
 
@@ -35,6 +35,7 @@ def sweep_table(sweep: SweepResults, frontier: Frontier) -> str:
         )
     objectives = ", ".join(f"{o.name} ({o.direction.value})" for o in frontier.objectives)
     reference = ", ".join(f"{v:.4g}" for v in frontier.reference)
+    units = " × ".join(OBJECTIVES[o.name][1] for o in frontier.objectives)
     front = [frontier.names[i] for i, s in enumerate(frontier.standings) if s.on_front]
     n = sweep.results[0].divergence.n_tokens if sweep.results else 0
     lines = [
@@ -47,7 +48,7 @@ def sweep_table(sweep: SweepResults, frontier: Frontier) -> str:
         "llama-bench's pp/tg means; ms/token = 1000 / tg t/s; peak RSS of a fresh process "
         "running the bench.",
         f"Pareto front over {objectives}: {', '.join(front)}; "
-        f"hypervolume {frontier.hypervolume:.4g} with reference point ({reference}). "
+        f"hypervolume {frontier.hypervolume:.4g} ({units}) with reference point ({reference}). "
         f"'dominated' needs a significant difference (two-sided {frontier.alpha:g} per pair) in "
         "at least one objective; 'not separable' means dominated only on estimates the tests "
         "cannot separate.",
