@@ -184,3 +184,36 @@ def test_kld_cannot_rank_near_lossless_configurations() -> None:
     assert "paired accuracy test" in noisy[1]
     separated = _kld_warnings(results, Tests(0.001), 0.05)  # type: ignore[arg-type]
     assert len(separated) == 1  # Q2_K is far from lossless: never compared this way
+
+
+def test_the_sweep_table_renders_exactly() -> None:
+    from regress.frontier import Frontier
+    from regress.pareto import Direction, Objective, Standing
+    from regress.report.sweep_markdown import sweep_table
+    from regress.sweep_results import SweepResults
+
+    base = _result("Q4_0")
+    same = dataclasses.replace(base, name="Q4_0+pure", identical_to="Q4_0")
+    sweep = SweepResults("smollm2-135m", "s" * 64, (base, same), (), ())
+    frontier = Frontier(
+        objectives=(Objective("accuracy", Direction.MAX), Objective("size", Direction.MIN)),
+        names=("Q4_0",),
+        points=np.array([[0.5, 1.0]]),
+        standings=(Standing(True, (), ()),),
+        reference=(0.4, 1.1),
+        hypervolume=0.01,
+        alpha=0.05,
+        warnings=("a warning",),
+    )
+    lines = sweep_table(sweep, frontier).splitlines()
+    assert lines[2] == (
+        "| Q4_0 | Q4_0 | 1.0 | 8.39 | 0.500 [0.200, 0.800] | +0.100 [-0.200, +0.400] | 0.90 | "
+        "7.39 ± 3.69 | 0.2000 ± 0.1000 | 50.0 ± 50.0 | 100 | 40.0 | 25.0 | 300 | front |"
+    )
+    assert lines[3].startswith("| Q4_0+pure | Q4_0 |") and lines[3].endswith("| = Q4_0 |")
+    assert lines[6].startswith(
+        "Pareto front over accuracy (max), size (min): Q4_0; hypervolume 0.01 (accuracy × file "
+        "size (MiB)) with reference point (0.4, 1.1)."
+    )
+    assert lines[7] == "llama.cpp system info: `CPU : AVX2 = 1 |`"
+    assert lines[-1] == "- a warning"
