@@ -41,7 +41,7 @@ from regress.recommend import Limits, Option, Prefer, parse_latency_ms, recommen
     "--reference",
     default=None,
     help="Hypervolume reference point, one value per objective (default: each objective's "
-    "worst, 10%% of its range further out).",
+    "worst, 10% of its range further out).",
 )
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Two-sided, per pair.")
 @click.option("--table/--no-table", default=True, show_default=True, help="Print the table.")
