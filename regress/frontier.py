@@ -16,6 +16,7 @@ across pairs):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -140,7 +141,7 @@ class _Tests:
         self.alpha = alpha
 
     @cache  # noqa: B019 - one instance per analysis; runs are read once
-    def _run(self, name: str) -> Run:
+    def run(self, name: str) -> Run:
         return read_run(self.out_dir / "runs" / slug(name))
 
     @cache  # noqa: B019
@@ -149,7 +150,7 @@ class _Tests:
 
     def accuracy_p(self, i: int, j: int) -> tuple[float, float]:
         """One-sided mid-p of (i better than j, i worse than j) on shared examples."""
-        a, b = self._run(self.results[i].name), self._run(self.results[j].name)
+        a, b = self.run(self.results[i].name), self.run(self.results[j].name)
         pairs = pair_runs(b, a, list(b.manifest.tasks.values())).pairs
         # A failed example counts as wrong, as in the gate; perplexity records have no 0/1.
         return paired_accuracy_p(
@@ -253,7 +254,11 @@ def analyse(
     ref = np.asarray(reference, dtype=float) if reference else default_reference(points, dirs)
     if len(ref) != len(objectives):
         raise BadInput(f"--reference: give {len(objectives)} values, one per objective")
-    warnings = [*_identical_notes(sweep), *_kld_warnings(distinct, tests, alpha)]
+    warnings = [
+        *_identical_notes(sweep),
+        *_backend_warnings(distinct, tests),
+        *_kld_warnings(distinct, tests, alpha),
+    ]
     frontier = Frontier(
         objectives=tuple(Objective(o, d) for o, d in zip(objectives, dirs, strict=True)),
         names=tuple(r.name for r in distinct),
@@ -278,6 +283,23 @@ def _identical_notes(sweep: SweepResults) -> list[str]:
     if sweep.pending:
         notes.append(f"not measured yet: {', '.join(sweep.pending)} (rerun the sweep)")
     return notes
+
+
+def _backend_warnings(results: list[ConfigResult], tests: _Tests) -> list[str]:
+    """Accuracy pairs only within one scoring code: runs whose backend versions or settings
+    differ (a regress upgrade mid-sweep) are named."""
+    groups: dict[str, list[str]] = {}
+    for r in results:
+        backend = tests.run(r.name).manifest.backend
+        key = json.dumps([backend.name, backend.version, backend.params], sort_keys=True)
+        groups.setdefault(key, []).append(r.name)
+    if len(groups) < 2:
+        return []
+    described = "; ".join(f"{', '.join(names)}: {key}" for key, names in groups.items())
+    return [
+        f"accuracy was scored by different backend settings ({described}): the paired tests "
+        "mix them; run the sweep again with --reevaluate"
+    ]
 
 
 def _kld_warnings(results: list[ConfigResult], tests: _Tests, alpha: float) -> list[str]:

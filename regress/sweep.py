@@ -86,6 +86,9 @@ class SweepOptions:
     eval_n_ctx: int = 2048
     stop_after: int | None = None
     """Measure at most this many new configurations, then stop (rerun to continue)."""
+    reevaluate: bool = False
+    """Evaluate the accuracy of stored configurations again (after a change to the backend's
+    scoring), keeping their quantization, KL divergence and speed."""
 
     def __post_init__(self) -> None:
         if not self.configs:
@@ -277,9 +280,10 @@ class _Sweep:
                 quantize_file(self.source_path, settings, path, self.options.threads or 0)
         return path
 
-    def accuracy_run(self, name: str, path: Path) -> Run:
+    def accuracy_run(self, name: str, path: Path, again: bool = False) -> Run:
+        """The configuration's stored run, or a new evaluation (`again`: always)."""
         folder = self.out / "runs" / slug(name)
-        if folder.is_dir() and is_run_folder(folder):
+        if not again and folder.is_dir() and is_run_folder(folder):
             return read_run(folder)
         self.progress(f"{name}: evaluate {', '.join(s.task.name for s in self.specs)}")
         args: dict[str, Any] = {"n_ctx": self.options.eval_n_ctx}
@@ -297,6 +301,23 @@ class _Sweep:
         run = execute(plan).run
         write_run(run, folder)
         return run
+
+    def reevaluated(
+        self, data: dict[str, Any], reference: Run | None
+    ) -> tuple[dict[str, Any], bool]:
+        """A stored configuration with its accuracy evaluated again by this regress (a scoring
+        change of the backend), and whether its backend fingerprint changed. Quantization,
+        KL divergence and speed do not use the scoring code and stay as measured."""
+        result = result_from_dict(data)
+        if result.identical_to is not None:
+            same = next(r for r in self.finished if r.name == result.identical_to)
+            return result_to_dict(dataclasses.replace(result, scores=same.scores)), False
+        folder = self.out / "runs" / slug(result.name)
+        before = read_run(folder).manifest.backend if is_run_folder(folder) else None
+        run = self.accuracy_run(result.name, Path(result.file), again=True)
+        scores = _scores(reference if reference is not None else run, run)
+        changed = before != run.manifest.backend
+        return result_to_dict(dataclasses.replace(result, scores=scores)), changed
 
     def divergence(self, name: str, path: Path, text: str) -> Divergence:
         file = self.out / "tokens" / f"{slug(name)}.npz"
@@ -393,6 +414,13 @@ class _Sweep:
                 _write_json(self.out / "configs" / f"{slug(name)}.json", data)
                 new += 1
                 self.progress(f"{name}: stored")
+            elif self.options.reevaluate and "skipped" not in data:
+                if self.options.stop_after is not None and new >= self.options.stop_after:
+                    self.progress(f"stopped after {new} evaluations; rerun to continue")
+                    break
+                data, changed = self.reevaluated(data, reference)
+                _write_json(self.out / "configs" / f"{slug(name)}.json", data)
+                new += int(changed)  # a rerun the result cache answered takes no lock time
             if settings is None:
                 reference = read_run(self.out / "runs" / slug(SOURCE))
             if "skipped" not in data:

@@ -217,3 +217,26 @@ def test_the_sweep_table_renders_exactly() -> None:
     )
     assert lines[7] == "llama.cpp system info: `CPU : AVX2 = 1 |`"
     assert lines[-1] == "- a warning"
+
+
+def test_accuracy_from_different_scoring_code_is_named() -> None:
+    from types import SimpleNamespace
+
+    from regress.frontier import _backend_warnings
+
+    def run(params: dict[str, object]) -> SimpleNamespace:
+        backend = SimpleNamespace(name="llama_cpp", version="0.3.36", params=params)
+        return SimpleNamespace(manifest=SimpleNamespace(backend=backend))
+
+    runs = {"source": run({"scoring": "split"}), "Q8_0": run({"scoring": "split"})}
+
+    class Tests:
+        def run(self, name: str) -> SimpleNamespace:
+            return runs[name]
+
+    results = [_result("source"), _result("Q8_0")]
+    assert _backend_warnings(results, Tests()) == []  # type: ignore[arg-type]
+    runs["Q8_0"] = run({"scoring": "split-2"})
+    (warning,) = _backend_warnings(results, Tests())  # type: ignore[arg-type]
+    assert warning.startswith("accuracy was scored by different backend settings (source: ")
+    assert warning.endswith("run the sweep again with --reevaluate")

@@ -34,6 +34,12 @@ from regress.errors import BadInput
 @click.option("--threads", type=int, default=None, help="llama.cpp threads (default: all).")
 @click.option("--stop-after", type=int, default=None, help="Measure at most N new configurations.")
 @click.option(
+    "--reevaluate",
+    is_flag=True,
+    help="Evaluate the accuracy of stored configurations again (after a scoring change of "
+    "the backend); KL divergence and speed are kept.",
+)
+@click.option(
     "--output", "-o", type=click.Path(path_type=Path), required=True, help="Sweep folder."
 )
 @data_options
@@ -53,6 +59,7 @@ def sweep(
     n_gen: int,
     threads: int | None,
     stop_after: int | None,
+    reevaluate: bool,
     output: Path,
     data_dir: Path | None,
     hf_datasets: bool,
@@ -86,6 +93,7 @@ def sweep(
         bench_runs=bench_runs,
         threads=threads,
         stop_after=stop_after,
+        reevaluate=reevaluate,
     )
     done = run_sweep(options, lambda line: stderr.print(line))
     stderr.print(
