@@ -124,6 +124,14 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+def _suite_entries(suite: dict[str, Any]) -> dict[str, Any]:
+    """What of a suite decides the examples: its name and, per entry, task, shots, limit and
+    documents (fields a suite entry gains later do not make an old sweep another sweep)."""
+    keys = ("task", "num_fewshot", "limit", "docs")
+    entries = [{k: entry.get(k) for k in keys} for entry in suite.get("tasks", [])]
+    return {"name": suite.get("name"), "tasks": entries}
+
+
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
@@ -239,7 +247,7 @@ class _Sweep:
             "schema": SCHEMA,
             "model": o.model,
             "source_sha256": self.source_info.sha256,
-            "suite": dataclasses.asdict(o.suite),
+            "suite": _suite_entries(dataclasses.asdict(o.suite)),
             "divergence": dataclasses.asdict(o.divergence),
             "n_prompt": o.n_prompt,
             "n_gen": o.n_gen,
@@ -252,6 +260,7 @@ class _Sweep:
                 old = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise BadInput(f"{path}: unreadable ({exc})") from exc
+            old["suite"] = _suite_entries(old.get("suite") or {})
             differ = sorted(k for k in asked if _canonical(old.get(k)) != _canonical(asked[k]))
             if differ:
                 raise BadInput(

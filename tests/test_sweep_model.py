@@ -7,6 +7,7 @@ Q8_0 does, every configuration is scored on the source's very tokens, and so on.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -88,6 +89,11 @@ def test_sweep_resumes_after_kill_and_measures_real_quantizations(
         assert 0 < r.divergence.same_top <= 1
         assert r.overall.n == 3 and r.speed.tg_ts > 0 and r.speed.peak_rss_bytes > 0
     assert source.overall.b == source.overall.c == 0
+
+    # Evaluated again by the same code: the result cache answers, the same scores come back.
+    again = run_sweep(dataclasses.replace(_options(out, data_dir), reevaluate=True))
+    assert [r.scores for r in again.results] == [r.scores for r in sweep.results]
+    assert [r.divergence for r in again.results] == [r.divergence for r in sweep.results]
 
     _, frontier = analyse(out)
     assert frontier.names == ("source", "Q8_0", "Q2_K")
