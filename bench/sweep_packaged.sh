@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # The README's sweeps of both packaged models, a few configurations per turn of the shared
 # model lock (the sweep resumes where it stopped).
-# Usage: bash bench/sweep_packaged.sh [smollm2|gemma3|both] [OUT_ROOT]
+# Usage: [SWEEP_ARGS=--reevaluate] bash bench/sweep_packaged.sh [smollm2|gemma3|both] [OUT_ROOT]
 set -uo pipefail
 which=${1:-both}
 root=${2:-/work/sweeps}
 regress=${REGRESS:-.venv/bin/regress}
+read -r -a extra <<< "${SWEEP_ARGS:-}"
 export OMP_WAIT_POLICY=PASSIVE
 
 sweep() {  # name, then the sweep's own arguments
     local name=$1; shift
-    # --stop-after 3 keeps each turn of the lock to a few minutes; stop when nothing is left
-    # to measure, or at the first failure (its message is in the log).
-    for _ in $(seq 20); do
-        flock /tmp/regress-model.lock "$regress" sweep "$@" -o "$root/$name" --stop-after 3 \
-            2>&1 | tee -a "$root/$name.log" | tail -1 > "$root/$name.last" || return 1
-        grep -q ', 0 to go in' "$root/$name.last" && return 0
+    # --stop-after 3 keeps each turn of the lock to a few minutes; go on while a turn says it
+    # stopped early, end at the first failure (its message is in the log).
+    for _ in $(seq 30); do
+        flock /tmp/regress-model.lock "$regress" sweep "$@" "${extra[@]}" -o "$root/$name" \
+            --stop-after 3 > "$root/$name.turn" 2>&1
+        local status=$?
+        cat "$root/$name.turn" >> "$root/$name.log"
+        [[ $status -eq 0 ]] || { tail -1 "$root/$name.turn"; return 1; }
+        grep -q 'stopped after' "$root/$name.turn" || return 0
         sleep 5
     done
 }
