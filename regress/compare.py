@@ -49,6 +49,8 @@ from regress.comparison import (
 )
 from regress.design import ProxyDesign
 from regress.errors import BadInput, ExitCode
+from regress.failure_compare import FailureRate, failure_rates, generates
+from regress.failures import FAILURES
 from regress.manifest import Manifest, Run, TaskInfo
 from regress.pairing import Pair, pair_runs
 from regress.planning import accuracy_mde, accuracy_n, shift_mde, shift_n
@@ -118,7 +120,10 @@ def compare(
         (flip for _, unit_flips in measured for flip in unit_flips),
         key=lambda f: (not f.regressed, f.task, f.doc_id),
     )
+    failures = _failure_rates(units, pairs, policy)
     verdict, exit_code = _overall(results, policy)
+    if verdict in (Verdict.PASS, Verdict.INCONCLUSIVE) and any(f.regressed for f in failures):
+        verdict, exit_code = Verdict.REGRESSION, ExitCode.REGRESSION
     return Comparison(
         verdict=verdict,
         exit_code=exit_code,
@@ -132,7 +137,26 @@ def compare(
         policy=policy,
         suite=baseline.manifest.suite_name,
         command=candidate.manifest.command,
+        failures=failures,
     )
+
+
+def _failure_rates(
+    units: dict[str, list[TaskInfo]], pairs: dict[str, list[Pair]], policy: Policy
+) -> tuple[FailureRate, ...]:
+    """Failure-class rates of the generation units; gated ones share one Bonferroni."""
+    generating = {
+        name: [pair for task in members for pair in pairs[task.name]]
+        for name, members in units.items()
+    }
+    generating = {name: ps for name, ps in generating.items() if generates(ps)}
+    gated = [name for name in generating if policy.for_unit(name).gate]
+    n_tests = max(1, len(gated) * len(FAILURES))
+    found: list[FailureRate] = []
+    for name, unit_pairs in generating.items():
+        threshold = policy.max_failure_increase if name in gated else None
+        found += failure_rates(name, unit_pairs, threshold, policy.alpha, n_tests)
+    return tuple(found)
 
 
 def _compatible_tasks(

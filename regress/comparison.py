@@ -11,6 +11,7 @@ from typing import Any
 
 from regress.choice_calibration import CalibrationResult
 from regress.errors import ExitCode
+from regress.failure_compare import FailureRate
 from regress.golden_gate import GoldenResult
 from regress.manifest import Manifest
 from regress.policy import Policy
@@ -261,6 +262,8 @@ class Comparison:
     """Golden sets: the must-pass and relative-drop rules (regress.golden_gate)."""
     calibration: tuple[CalibrationResult, ...] = ()
     """Multiple-choice units: ECE and Brier score on both sides (reported, not gated)."""
+    failures: tuple[FailureRate, ...] = ()
+    """Generation units: each failure class's rate on both sides (regress.failure_compare)."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:

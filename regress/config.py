@@ -25,9 +25,10 @@ import yaml
 
 from regress import safe_yaml
 from regress.errors import BadInput
+from regress.generation import GenerationSettings, check_gen_kwargs
 
 _SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args"}
-_TASK_KEYS = {"task", "num_fewshot", "limit", "docs"}
+_TASK_KEYS = {"task", "num_fewshot", "limit", "docs", "gen_kwargs", "repeats"}
 TASK_FILE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 """A `tasks:` entry ending so names a task YAML file or a golden set, not a task."""
 
@@ -40,6 +41,8 @@ class TaskEntry:
     num_fewshot: int | None = None
     limit: int | None = None
     docs: tuple[int, ...] | None = None
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
+    """`gen_kwargs:` and `repeats:` for a generate_until task."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,16 @@ def _str(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise BadInput(f"{where}: expected a name, got {_show(value)}")
     return value
+
+
+def _generation(item: dict[str, Any], where: str) -> GenerationSettings:
+    kwargs = item.get("gen_kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise BadInput(f"{where}.gen_kwargs: expected a mapping such as {{temperature: 0.8}}")
+    return GenerationSettings(
+        gen_kwargs=check_gen_kwargs(kwargs, f"{where}.gen_kwargs"),
+        repeats=_int(item.get("repeats", 1), f"{where}.repeats", 1),
+    )
 
 
 def inline_suite(
@@ -134,6 +147,7 @@ def load_suite(path: Path) -> Suite:
                 num_fewshot=None if shots is None else _int(shots, f"{where}.num_fewshot"),
                 limit=None if limit is None else _int(limit, f"{where}.limit", 1),
                 docs=None if docs is None else tuple(_int(d, f"{where}.docs") for d in docs),
+                generation=_generation(item, where),
             )
         )
     if not entries:

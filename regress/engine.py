@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from regress.backends import dispatch
 from regress.backends.base import Backend, Progress
 from regress.errors import BadInput
+from regress.failures import FailureClass, Generation, classify, failure_summary
+from regress.generation import GenerationSettings, read_answer
 from regress.manifest import TaskInfo
+from regress.passk import majority, repeat_aggregate, sample_metrics
 from regress.records import Record, Status
 from regress.requests import (
     AnyResult,
@@ -38,6 +43,8 @@ class TaskSpec:
     """First n documents."""
     doc_ids: tuple[int, ...] | None = None
     """An explicit subset (a suite's `docs:`), applied after `limit`."""
+    generation: GenerationSettings = field(default_factory=GenerationSettings)
+    """Sampling overrides, repeats and thinking for a generate_until task."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,8 @@ def evaluate(
     `run` replaces the plain backend call (the result cache wraps it).
     """
     prepared = prepare(specs, source, shard)
-    requests = [r for _, examples in prepared for e in examples for r in e.requests]
+    sent = [[_sent(spec, e) for e in examples] for spec, examples in prepared]
+    requests = [r for per_task in sent for rs in per_task for r in rs]
     n_examples = sum(len(examples) for _, examples in prepared)
     done = 0
 
@@ -132,68 +140,112 @@ def evaluate(
     if progress:
         progress(0, len(requests), n_examples)
     answers = (run or (lambda reqs, p: dispatch(backend, reqs, p)))(requests, tick)
+    counter = getattr(backend, "count_tokens", None)
     runs, offset = [], 0
-    for spec, examples in prepared:
+    for (spec, examples), per_task in zip(prepared, sent, strict=True):
         per_example = []
-        for example in examples:
-            per_example.append(answers[offset : offset + len(example.requests)])
-            offset += len(example.requests)
-        runs.append(_task_run(spec, examples, per_example))
+        for example_requests in per_task:
+            per_example.append(answers[offset : offset + len(example_requests)])
+            offset += len(example_requests)
+        runs.append(_task_run(spec, examples, per_example, counter))
     return runs
 
 
-def _task_run(spec: TaskSpec, examples: list[Example], results: list[list[AnyResult]]) -> TaskRun:
+def _sent(spec: TaskSpec, example: Example) -> tuple[Request, ...]:
+    """What goes to the backend for one example: a generation's requests with the run's
+    overrides, repeated (all of sample 0, then all of sample 1, ...)."""
+    if spec.task.output_type != "generate_until":
+        return example.requests
+    per_request = [spec.generation.samples(r) for r in example.requests]  # type: ignore[arg-type]
+    return tuple(samples[j] for j in range(spec.generation.repeats) for samples in per_request)
+
+
+def _task_run(
+    spec: TaskSpec,
+    examples: list[Example],
+    results: list[list[AnyResult]],
+    counter: Callable[[str], int] | None = None,
+) -> TaskRun:
     task = spec.task
     scored: list[Scored | None] = []
     records: list[Record] = []
+    generates = task.output_type == "generate_until"
     for example, answers in zip(examples, results, strict=True):
-        outcome, record = _record(task, example, answers)
+        if generates:
+            outcome, record = _generation_record(spec, example, answers, counter)
+        else:
+            outcome, record = _record(task, example, answers)
         scored.append(outcome)
         records.append(record)
     ok = [s for s in scored if s is not None]
-    metrics = task.aggregate(ok) if ok else {}
+    repeated = generates and spec.generation.repeats > 1
+    metrics = task.aggregate(ok) if ok and not repeated else {}
+    if ok and repeated:
+        scored_records = [r for r in records if r.ok]
+        outcomes = np.array([r.scores["correct"] for r in scored_records])
+        metrics = repeat_aggregate([r.metrics for r in scored_records], outcomes)
+    if generates:
+        metrics |= failure_summary(records, None if repeated else task.primary_metric)
     num_fewshot = task.effective_fewshot(spec.num_fewshot)
     info = TaskInfo(
         name=task.name,
         group=task.group,
         n=len(examples),
         num_fewshot=num_fewshot,
-        metric=task.primary_metric,
+        metric="pass@1" if repeated else task.primary_metric,
         output_type=task.output_type,
         dataset_hash=digest([r.doc_hash for r in records]),
         prompt_hash=digest([r.prompt_hash for r in records]),
         limit=spec.limit,
-        higher_is_better=task.higher_is_better.get(task.primary_metric, True),
+        higher_is_better=True if repeated else task.higher_is_better.get(task.primary_metric, True),
+        generation=None
+        if spec.generation.is_default or not generates
+        else spec.generation.to_dict(),
     )
     return TaskRun(task, info, examples, results, scored, records, metrics)
 
 
-def _record(task: Task, example: Example, answers: list[AnyResult]) -> tuple[Scored | None, Record]:
-    failed = [a for a in answers if isinstance(a, FailedResult)]
+def _base(
+    task: Task, example: Example, answers: list[AnyResult], sent: tuple[Request, ...]
+) -> dict[str, Any]:
+    """The record fields every kind of example has."""
     tokens = {
         "prompt": sum(getattr(a, "n_context_tokens", 0) for a in answers),
         "completion": sum(
             a.n_tokens for a in answers if isinstance(a, LoglikelihoodResult | GenerateResult)
         ),
     }
-    base: dict[str, Any] = {
+    return {
         "task": task.name,
         "doc_id": example.doc_id,
         "doc_hash": doc_hash(example.doc),
-        "prompt_hash": digest([request_hash(r) for r in example.requests]),
+        "prompt_hash": digest([request_hash(r) for r in sent]),
         "target": example.target,
         "tokens": tokens,
     }
+
+
+def _failed(base: dict[str, Any], answers: list[AnyResult]) -> Record | None:
+    """The record of an example the backend could not answer, or None."""
+    failed = [a for a in answers if isinstance(a, FailedResult)]
+    if not failed:
+        return None
+    return Record(
+        **base,
+        pred=None,
+        correct=None,
+        metrics={},
+        scores={},
+        status=Status(failed[0].status),
+        error=failed[0].message,
+    )
+
+
+def _record(task: Task, example: Example, answers: list[AnyResult]) -> tuple[Scored | None, Record]:
+    base = _base(task, example, answers, example.requests)
+    failed = _failed(base, answers)
     if failed:
-        first = failed[0]
-        return None, Record(
-            **base,
-            pred=None,
-            correct=None,
-            metrics={},
-            status=Status(first.status),
-            error=first.message,
-        )
+        return None, failed
     outcome = task.score(example, answers)  # type: ignore[arg-type]
     truncated = any(getattr(a, "truncated", False) for a in answers)
     return outcome, Record(
@@ -204,3 +256,85 @@ def _record(task: Task, example: Example, answers: list[AnyResult]) -> tuple[Sco
         scores=outcome.scores,
         status=Status.TRUNCATED if truncated else Status.OK,
     )
+
+
+def _generation_record(
+    spec: TaskSpec,
+    example: Example,
+    answers: list[AnyResult],
+    counter: Callable[[str], int] | None,
+) -> tuple[Scored | None, Record]:
+    """A generate_until example: each sample read (thinking split off), scored by the task,
+    and given a failure class; repeated samples become pass@k and maj@k.
+
+    The record's `scores` keep, per generation, why it ended (`finish`) and its failure
+    class (`failure`); with repeats, also each sample's `correct` and `pred`. A sample that
+    ran past the reasoning cap counts as wrong: a budget would have cut it off.
+    """
+    settings, task = spec.generation, spec.task
+    base = _base(task, example, answers, _sent(spec, example))
+    failed = _failed(base, answers)
+    if failed:
+        return None, failed
+    m = len(example.requests)
+    empty = counter("") if counter else 0
+    samples: list[Scored] = []
+    finishes: list[str] = []
+    failures: list[str] = []
+    reasoning: int | None = 0
+    for j in range(settings.repeats):
+        group = answers[j * m : (j + 1) * m]
+        reads = [
+            read_answer(a.text, r.until, settings)  # type: ignore[union-attr]
+            for a, r in zip(group, example.requests, strict=True)
+        ]
+        cleaned = [replace(a, text=read.answer) for a, read in zip(group, reads, strict=True)]  # type: ignore[type-var]
+        outcome = task.score(example, cleaned)
+        classes = []
+        for answer, read in zip(group, reads, strict=True):
+            assert isinstance(answer, GenerateResult)
+            thought = (counter(read.thinking) - empty if counter else None) if read.thinking else 0
+            reasoning = None if reasoning is None or thought is None else reasoning + thought
+            generation = Generation(read, answer.finish, answer.n_tokens, thought, outcome.pred)
+            classes.append(classify(generation, settings.reasoning_cap, settings.output_cap))
+            finishes.append(answer.finish)
+        failures += [str(c) for c in classes]
+        if FailureClass.REASONING_CAP in classes and outcome.correct:
+            outcome = replace(outcome, correct=0)
+        samples.append(outcome)
+    if reasoning is not None and (settings.think_end_token or reasoning):
+        base["tokens"]["reasoning"] = reasoning
+    truncated = any(getattr(a, "truncated", False) for a in answers)
+    status = Status.TRUNCATED if truncated else Status.OK
+    extra = {"finish": finishes, "failure": failures}
+    if settings.repeats == 1:
+        [outcome] = samples
+        record = Record(
+            **base,
+            pred=outcome.pred,
+            correct=outcome.correct,
+            metrics=outcome.metrics,
+            scores={**outcome.scores, **extra},
+            status=status,
+        )
+        return outcome, record
+    correct = [int(s.correct or 0) for s in samples]
+    preds = [_hashable(s.pred) for s in samples]
+    voted = majority(preds)
+    voted_right = bool(correct[preds.index(voted)])
+    metrics = sample_metrics(correct, voted_right)
+    outcome = Scored(pred=voted, correct=None, metrics=metrics)
+    record = Record(
+        **base,
+        pred=voted,
+        correct=None,
+        metrics=metrics,
+        scores={**extra, "correct": correct, "pred": [s.pred for s in samples]},
+        status=status,
+    )
+    return outcome, record
+
+
+def _hashable(pred: Any) -> Any:
+    """A prediction as a vote: lists (several extracted answers) become tuples."""
+    return tuple(pred) if isinstance(pred, list) else pred

@@ -50,6 +50,9 @@ class TaskInfo:
     """sha256 over the ordered prompt hashes."""
     limit: int | None = None
     higher_is_better: bool = True
+    generation: dict[str, Any] | None = None
+    """A generate_until task run with its own settings (regress.generation): what a rerun
+    must repeat. Absent when the task's own settings were used."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,9 @@ class Manifest:
         """Plain JSON-ready dict, tasks in name order; `proxy` only on a proxy."""
         data = asdict(self)
         data["tasks"] = {k: data["tasks"][k] for k in sorted(data["tasks"])}
+        for task in data["tasks"].values():
+            if task["generation"] is None:
+                del task["generation"]
         del data["proxy"]
         if self.proxy is not None:
             data["proxy"] = self.proxy.to_dict()

@@ -12,6 +12,7 @@ max_drop: 0.02          # largest tolerated accuracy drop (absolute, 0.02 = 2 po
 metric: acc_norm        # pair on this 0/1 metric instead of each task's primary metric
 inconclusive: warn      # warn | fail: exit code of an INCONCLUSIVE verdict (0 or 1)
 max_error_rate: 0.05    # failed candidate examples per unit above this: ERROR (exit 3)
+max_failure_increase: 0.05  # generations: a failure class's rate may rise by 5 points at most
 min_examples: 100       # fewer paired examples in a unit (>= 1): INCONCLUSIVE
 power: 0.8              # power of the minimum detectable effect and the n that would decide
 perplexity:
@@ -79,6 +80,9 @@ class Policy:
     """A 0/1 metric to pair on instead of each task's primary metric (perplexity excluded)."""
     inconclusive: Inconclusive = Inconclusive.WARN
     max_error_rate: float = 0.05
+    max_failure_increase: float | None = None
+    """Generation units: largest tolerated rise of any failure class's rate (absolute); None:
+    failure rates are reported, not gated (regress.failure_compare)."""
     min_examples: int = 100
     """Below 100 paired examples one example moves accuracy by more than a point, so a
     2-point max_drop is two answers: a PASS would mean nothing. The built-in suite has 100
@@ -123,6 +127,11 @@ class Policy:
             "metric": self.metric,
             "inconclusive": str(self.inconclusive),
             "max_error_rate": self.max_error_rate,
+            **(
+                {"max_failure_increase": self.max_failure_increase}
+                if self.max_failure_increase is not None
+                else {}
+            ),
             "min_examples": self.min_examples,
             "power": self.power,
             "perplexity": {"max_relative_increase": self.max_relative_increase},
@@ -176,7 +185,7 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     for key in ("alpha", "power"):
         if key in top:
             values[key] = reader.fraction(top[key], key, open_low=True)
-    for key in ("max_drop", "max_error_rate"):
+    for key in ("max_drop", "max_error_rate", "max_failure_increase"):
         if key in top:
             values[key] = reader.fraction(top[key], key, open_low=False)
     if "correction" in top:

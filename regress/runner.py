@@ -23,6 +23,7 @@ from regress.design import ProxyDesign
 from regress.engine import Shard, TaskRun, TaskSpec, evaluate
 from regress.errors import BadInput
 from regress.fingerprint import result_params
+from regress.generation import GenerationSettings
 from regress.manifest import Manifest, ModelInfo, Run
 from regress.models import model_info
 from regress.tasks.base import DataSource
@@ -59,9 +60,14 @@ def _cpu_name() -> str:
     return platform.processor()
 
 
-def suite_specs(suite: Suite, catalog: TaskCatalog = BUILTIN) -> list[TaskSpec]:
+def suite_specs(
+    suite: Suite,
+    catalog: TaskCatalog = BUILTIN,
+    generation: GenerationSettings | None = None,
+) -> list[TaskSpec]:
     """Expand a suite's entries (groups and task files included) into one spec per task;
-    `catalog` adds the user's own tasks (task YAML, golden sets) to the built-in ones."""
+    `catalog` adds the user's own tasks (task YAML, golden sets) to the built-in ones;
+    `generation` (the command line's) goes over each entry's own for generate_until tasks."""
     specs: dict[str, TaskSpec] = {}
     for entry in suite.tasks:
         tasks = catalog.get([entry.task])
@@ -69,8 +75,21 @@ def suite_specs(suite: Suite, catalog: TaskCatalog = BUILTIN) -> list[TaskSpec]:
             raise BadInput(
                 f"suite {suite.name}: `docs` needs a single task, {entry.task} is a group"
             )
+        settings = generation.over(entry.generation) if generation else entry.generation
         for task in tasks:
-            specs[task.name] = TaskSpec(task, entry.num_fewshot, entry.limit, entry.docs)
+            generates = task.output_type == "generate_until"
+            if not (generates or entry.generation.is_default):
+                raise BadInput(
+                    f"suite {suite.name}: {task.name} does not generate; gen_kwargs and "
+                    "repeats apply to generate_until tasks only"
+                )
+            specs[task.name] = TaskSpec(
+                task,
+                entry.num_fewshot,
+                entry.limit,
+                entry.docs,
+                settings if generates else GenerationSettings(),
+            )
     return list(specs.values())
 
 
@@ -91,6 +110,9 @@ def baseline_specs(baseline: Run, catalog: TaskCatalog = BUILTIN) -> list[TaskSp
             info.num_fewshot,
             info.limit,
             tuple(r.doc_id for r in baseline.records[name]),
+            GenerationSettings.from_dict(info.generation)
+            if info.generation
+            else GenerationSettings(),
         )
         for name, info in sorted(baseline.manifest.tasks.items())
     ]

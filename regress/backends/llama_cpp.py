@@ -368,13 +368,15 @@ class LlamaCppBackend:
                 "n_batch": self.n_batch,
                 "add_bos_token": self.add_bos,
                 "prefix_reuse": self.prefix_reuse,
-                # How a request's scored positions are batched decides their floats.
-                "scoring": "single-pass" if self._sliding and not self.prefix_reuse else "split-2",
             },
             hardware=HardwarePath(
                 kernels=llama_kernels(self._system_info), cpu=this_cpu(), threads=self.threads
             ),
-            build={"system_info": self._system_info},
+            build={
+                "system_info": self._system_info,
+                # How a request's scored positions are batched decides their floats.
+                "scoring": "single-pass" if self._sliding and not self.prefix_reuse else "split-2",
+            },
         )
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from regress.cli.common import (
     command_line,
     data_options,
     data_source,
+    generation_options,
     handles_errors,
     model_options,
     parse_args,
@@ -26,6 +27,7 @@ from regress.cli.common import (
 )
 from regress.engine import digest
 from regress.errors import BadInput
+from regress.generation import GenerationSettings
 from regress.integrity import check_fit_to_store, record_problems
 from regress.lm_eval_import import read_lm_eval_run
 from regress.models import file_sha256, resolve_model_path
@@ -60,6 +62,7 @@ def baseline() -> None:
 @store_option
 @run_options
 @handles_errors
+@generation_options
 def create(
     name: str,
     model: str,
@@ -78,6 +81,7 @@ def create(
     save_run: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
+    generation: GenerationSettings,
 ) -> None:
     """Evaluate a suite on MODEL and store the records as baseline NAME.
 
@@ -92,7 +96,7 @@ def create(
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
     spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
-    specs = suite_specs(spec, task_catalog(include_path, golden, spec))
+    specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
     # Refuse a place the run could not be stored before spending minutes on it.
     if save_run:
         check_replaceable(save_run)

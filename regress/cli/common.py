@@ -33,6 +33,7 @@ from regress.cache import default_cache_dir
 from regress.config import Suite, TaskEntry, inline_suite, load_suite
 from regress.engine import Shard
 from regress.errors import BadInput, ExitCode, RegressError
+from regress.generation import REASONING_CAPS, GenerationSettings, parse_gen_kwargs
 from regress.runner import Outcome, RunPlan, execute
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
@@ -128,6 +129,61 @@ def data_options(func: F) -> F:
         help="Folder of the benchmarks' original files (default: $REGRESS_DATA_DIR). The "
         "built-in suite needs none.",
     )(func)
+
+
+def generation_options(func: F) -> F:
+    """--gen-kwargs, --repeats, --think-end-token, --budget, given to the command as one
+    `generation: GenerationSettings` argument. Put it below @handles_errors."""
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        gen_kwargs: str | None,
+        repeats: int,
+        think_end_token: str | None,
+        budget: str,
+        **kwargs: Any,
+    ) -> Any:
+        settings = GenerationSettings(
+            gen_kwargs=parse_gen_kwargs(gen_kwargs or ""),
+            repeats=repeats,
+            think_end_token=think_end_token,
+            budget=budget,
+        )
+        return func(*args, generation=settings, **kwargs)
+
+    options = (
+        click.option(
+            "--gen-kwargs",
+            help="Generation settings over each generate_until task's own, as lm-eval's "
+            "--gen_kwargs: temperature=0.8,top_p=0.95,top_k=40,min_p=0.05,seed=1,"
+            "max_gen_toks=512,do_sample=false.",
+        ),
+        click.option(
+            "--repeats",
+            type=click.IntRange(1),
+            default=1,
+            show_default=True,
+            help="Samples per document of each generate_until task (needs temperature > 0): "
+            "the results carry pass@1..pass@k and maj@k.",
+        ),
+        click.option(
+            "--think-end-token",
+            help="End of a reasoning model's thinking (e.g. '</think>'): the answer is the "
+            "text after it, reasoning tokens are counted apart, and the budget applies.",
+        ),
+        click.option(
+            "--budget",
+            type=click.Choice(sorted(REASONING_CAPS)),
+            default="standard",
+            show_default=True,
+            help="Token caps for thinking runs: standard (2,000 reasoning / 1,000 output) "
+            "or complex (8,000 / 4,000).",
+        ),
+    )
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
 
 
 def task_options(func: F) -> F:

@@ -13,6 +13,7 @@ from regress.cli.common import (
     command_line,
     data_options,
     data_source,
+    generation_options,
     handles_errors,
     model_options,
     parse_args,
@@ -24,6 +25,7 @@ from regress.cli.common import (
     task_options,
 )
 from regress.engine import TaskRun
+from regress.generation import GenerationSettings
 from regress.integrity import check_fit_to_store
 from regress.report.lm_eval import group_metrics, write_lm_eval
 from regress.runner import RunPlan, suite_specs
@@ -42,6 +44,7 @@ from regress.store import check_replaceable, write_run
 @data_options
 @run_options
 @handles_errors
+@generation_options
 def eval_command(
     model: str,
     backend: str,
@@ -60,6 +63,7 @@ def eval_command(
     save_run: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
+    generation: GenerationSettings,
 ) -> None:
     """Evaluate MODEL on tasks, lm-evaluation-harness style.
 
@@ -71,7 +75,7 @@ def eval_command(
     """
     spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
     args = {**spec.model_args, **parse_args(model_args)}
-    specs = suite_specs(spec, task_catalog(include_path, golden, spec))
+    specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
     if save_run:
         check_replaceable(save_run)  # before the run, not after it
 

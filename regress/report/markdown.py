@@ -87,6 +87,7 @@ def _render(comparison: Comparison, flips: int, subjects: int) -> str:
         _calibration(comparison),
         _flips(comparison, flips),
         _failures(comparison.units),
+        _generation_failures(comparison),
         _models(comparison),
         _policy(comparison),
         _warnings(comparison),
@@ -109,6 +110,9 @@ def _headline(comparison: Comparison) -> str:
             # A golden set fails by its own rules, whatever its unit's statistics said.
             units = f" and in {count} of {total}" if count else ""
             first = f"## regress: {ICONS[verdict]} REGRESSION in golden set {golden}{units}"
+        risen = sorted({f"{f.unit} ({f.failure})" for f in comparison.failures if f.regressed})
+        if risen and verdict is Verdict.REGRESSION and not count:
+            first = f"## regress: {ICONS[verdict]} REGRESSION in failure rates: {', '.join(risen)}"
     counts = ", ".join(
         f"{sum(u.verdict is v for u in gated)} {OUTCOMES[v]}"
         for v in Verdict
@@ -435,6 +439,42 @@ def _calibration(comparison: Comparison) -> str:
         f"({comparison.calibration[0].resamples:,} resamples). Reported, not gated._"
     )
     return f"### Calibration (multiple choice)\n\n{table}\n\n{note}"
+
+
+def _generation_failures(comparison: Comparison) -> str:
+    """Each generation unit's failure classes, baseline beside candidate."""
+    if not comparison.failures:
+        return ""
+    body = [
+        [
+            f.unit,
+            f.failure,
+            str(f.n),
+            _percent(f.baseline),
+            _percent(f.candidate),
+            f"{f.increase * 100:+.1f} pts",
+            _pvalue(f.pvalue) if f.threshold is not None else "not gated",
+            "❌ risen" if f.regressed else "",
+        ]
+        for f in comparison.failures
+    ]
+    table = _table(
+        ["unit", "failure class", "n", "baseline", "candidate", "change", "p", ""],
+        body,
+        ["---", "---", "---:", "---:", "---:", "---:", "---:", "---"],
+    )
+    limit = comparison.policy.max_failure_increase
+    rule = (
+        f"A class fails the gate when its rate rose by more than {limit * 100:.1f} points "
+        "(one-sided bootstrap-t, Bonferroni over every class of every gated unit)."
+        if limit is not None
+        else "Reported, not gated (set `max_failure_increase` in the policy to gate)."
+    )
+    note = (
+        "_Share of each side's generations per failure class (README, \"Failures as "
+        f"data\"); a document's rate is the share of its samples. {rule}_"
+    )
+    return f"### Generation failure classes\n\n{table}\n\n{note}"
 
 
 def _failures(units: Sequence[UnitResult]) -> str:
