@@ -24,6 +24,7 @@ from regress.cli.common import (
     task_catalog,
     task_options,
 )
+from regress.cost import Prices, TaskCost, load_prices, run_costs
 from regress.engine import TaskRun
 from regress.generation import GenerationSettings
 from regress.integrity import check_fit_to_store
@@ -40,6 +41,12 @@ from regress.store import check_replaceable, write_run
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
 @click.option("--output-path", "-o", type=click.Path(path_type=Path), help="Folder for results.")
 @click.option("--log-samples", is_flag=True, help="Also write samples_<task>_<date>.jsonl.")
+@click.option(
+    "--prices",
+    type=click.Path(path_type=Path),
+    help="A price table (YAML: input_per_1k, output_per_1k, per_second, currency): adds "
+    "cost and cost per success to the generation tasks' token table.",
+)
 @task_options
 @data_options
 @run_options
@@ -55,6 +62,7 @@ def eval_command(
     limit: int | None,
     output_path: Path | None,
     log_samples: bool,
+    prices: Path | None,
     include_path: tuple[Path, ...],
     golden: tuple[Path, ...],
     data_dir: Path | None,
@@ -92,8 +100,15 @@ def eval_command(
         shard=parse_shard(shard),
         command=command_line(),
     )
+    price_table = load_prices(prices) if prices else None
     outcome = run_with_progress(f"eval {model}", plan)
     stdout().print(results_table(outcome.task_runs))
+    generating = {
+        r.task.name: r.records for r in outcome.task_runs if r.info.output_type == "generate_until"
+    }
+    if generating:
+        costs = run_costs(generating, price_table or Prices(), outcome.elapsed_s)
+        stdout().print(cost_table(costs, price_table))
     check_fit_to_store(outcome.run)  # a broken or empty run writes no result files
     if save_run:
         write_run(outcome.run, save_run)
@@ -108,6 +123,33 @@ def eval_command(
             outcome.task_runs, output_path, config, outcome.elapsed_s, log_samples
         ):
             click.echo(f"wrote {path}", err=True)
+
+
+def cost_table(costs: list[TaskCost], prices: Prices | None) -> Table:
+    """Tokens, reasoning overhead, Token Efficiency Score and (with prices) cost per task."""
+    table = Table(
+        "Task",
+        "Samples",
+        "Successes",
+        "Output tok/sample",
+        "Reasoning",
+        "TES",
+        "Cost",
+        "Per success",
+    )
+    for c in costs:
+        money = prices is not None
+        table.add_row(
+            c.task,
+            str(c.samples),
+            f"{c.successes:g}",
+            f"{c.output_tokens / max(c.samples, 1):.1f}",
+            "n/a" if c.reasoning_overhead is None else f"{c.reasoning_overhead:.2f}x",
+            "n/a" if c.tes is None else f"{c.tes:.2f}",
+            f"{c.cost:.6f} {prices.currency}" if money else "no prices",
+            f"{c.cost_per_success:.6f}" if money and c.cost_per_success is not None else "-",
+        )
+    return table
 
 
 def results_table(runs: list[TaskRun]) -> Table:
@@ -131,7 +173,7 @@ def results_table(runs: list[TaskRun]) -> Table:
                 "none",
                 str(ref.info.num_fewshot),
                 metric,
-                "↑" if hib.get(metric, True) else "↓",
+                "↑" if hib.get(metric, not metric.startswith("failure_")) else "↓",
                 f"{value:.4f}",
                 "±" if stderr is not None else "",
                 f"{stderr:.4f}" if stderr is not None else "N/A",
