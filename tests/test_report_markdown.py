@@ -280,7 +280,7 @@ def test_pass_headline_and_no_failures():
     )
     text = render_markdown(passing)
     assert text.splitlines()[0] == "## regress: ✅ PASS (1 unit)"
-    assert "No failed or truncated examples on either side." in text
+    assert "No failed example and no truncated prompt on either side." in text
     assert "### Flips" not in text and "### Notes" not in text
 
 

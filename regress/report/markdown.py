@@ -480,7 +480,7 @@ def _generation_failures(comparison: Comparison) -> str:
 def _failures(units: Sequence[UnitResult]) -> str:
     rows = [u for u in units if u.baseline_failures or u.candidate_failures]
     if not rows:
-        return "### Failures\n\nNo failed or truncated examples on either side."
+        return "### Failures\n\nNo failed example and no truncated prompt on either side."
     body = [
         [
             u.name,
