@@ -296,7 +296,9 @@ def _generation_record(
             thought = (counter(read.thinking) - empty if counter else None) if read.thinking else 0
             reasoning = None if reasoning is None or thought is None else reasoning + thought
             generation = Generation(read, answer.finish, answer.n_tokens, thought, outcome.pred)
-            classes.append(classify(generation, settings.reasoning_cap, settings.output_cap))
+            classes.append(
+                classify(generation, settings.reasoning_cap, settings.output_cap, settings.refusals)
+            )
             finishes.append(answer.finish)
         failures += [str(c) for c in classes]
         if FailureClass.REASONING_CAP in classes and outcome.correct:

@@ -23,16 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from regress.generation import ReadAnswer
+from regress.generation import DEFAULT_REFUSALS, ReadAnswer
 from regress.records import Record
-
-DEFAULT_REFUSALS = (
-    r"\bI (?:cannot|can't|can not|won't|am unable to|am not able to) (?:help|assist|"
-    r"answer|provide|comply|fulfil+)",
-    r"\bI'm (?:sorry|afraid),? (?:but )?I (?:cannot|can't|won't)",
-    r"\bAs an AI(?: language model)?, I (?:cannot|can't|don't)",
-)
-"""Refusal phrasings (case-insensitive regexes); a run can replace them."""
 
 NO_ANSWER = (None, "", "[invalid]")
 """Predictions that mean the task found no answer (lm-eval's regex filters say [invalid])."""

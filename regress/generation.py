@@ -12,6 +12,7 @@ after the last `think_end_token`, cut at the first stop string (lm-eval's
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,14 @@ REASONING_CAPS = {"standard": 2000, "complex": 8000}
 """Reasoning tokens allowed before a generation counts as a Timeout/Loop (seed 002)."""
 OUTPUT_CAPS = {"standard": 1000, "complex": 4000}
 """Final-answer tokens allowed before a generation counts as Incomplete (seed 002)."""
+
+DEFAULT_REFUSALS = (
+    r"\bI (?:cannot|can't|can not|won't|am unable to|am not able to) (?:help|assist|"
+    r"answer|provide|comply|fulfil+)",
+    r"\bI'm (?:sorry|afraid),? (?:but )?I (?:cannot|can't|won't)",
+    r"\bAs an AI(?: language model)?, I (?:cannot|can't|don't)",
+)
+"""Refusal phrasings (case-insensitive regexes); `--refusal-pattern` replaces them."""
 
 _KWARGS: dict[str, type] = {
     "temperature": float,
@@ -89,6 +98,8 @@ class GenerationSettings:
     think_start_token: str = "<think>"
     budget: str = "standard"
     """Which of seed 002's caps apply to thinking runs: standard or complex."""
+    refusals: tuple[str, ...] = DEFAULT_REFUSALS
+    """Regexes (case-insensitive) that make an answer a refusal."""
 
     def __post_init__(self) -> None:
         if self.repeats < 1:
@@ -97,6 +108,11 @@ class GenerationSettings:
             raise BadInput(f"budget must be one of {sorted(REASONING_CAPS)}, got {self.budget!r}")
         if self.think_end_token == "":
             raise BadInput("think_end_token must not be empty")
+        for pattern in self.refusals:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise BadInput(f"refusal pattern {pattern!r} is not a regex ({exc})") from None
 
     @property
     def is_default(self) -> bool:
@@ -111,6 +127,7 @@ class GenerationSettings:
             "think_end_token": self.think_end_token,
             "think_start_token": self.think_start_token,
             "budget": self.budget,
+            **({"refusals": list(self.refusals)} if self.refusals != DEFAULT_REFUSALS else {}),
         }
 
     @classmethod
@@ -122,6 +139,7 @@ class GenerationSettings:
             think_end_token=data.get("think_end_token"),
             think_start_token=data.get("think_start_token", "<think>"),
             budget=data.get("budget", "standard"),
+            refusals=tuple(data.get("refusals", DEFAULT_REFUSALS)),
         )
 
     def over(self, other: GenerationSettings) -> GenerationSettings:
@@ -136,6 +154,7 @@ class GenerationSettings:
             if self.think_start_token != default.think_start_token
             else other.think_start_token,
             budget=self.budget if self.budget != default.budget else other.budget,
+            refusals=self.refusals if self.refusals != default.refusals else other.refusals,
         )
 
     @property

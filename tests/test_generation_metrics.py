@@ -134,3 +134,14 @@ def test_the_repeated_sampling_test_holds_its_size_by_simulation() -> None:
         at_margin += paired_mean_test(base, cand, margin, resamples=999).margin_pvalue < 0.05
     assert 0.025 <= no_change / runs <= 0.075
     assert 0.02 <= at_margin / runs <= 0.075
+
+
+def test_refusal_patterns_are_the_run_s_own() -> None:
+    own = GenerationSettings(refusals=(r"\bnope\b",))
+    read = read_answer("Nope, not today.", (), own)
+    answer = Generation(read, "stop", 5, 0, "[invalid]")
+    assert classify(answer, None, None, own.refusals) == FailureClass.REFUSAL
+    assert classify(answer, None, None) == FailureClass.NO_ANSWER  # not a built-in phrasing
+    assert GenerationSettings.from_dict(own.to_dict()) == own
+    with pytest.raises(BadInput, match="not a regex"):
+        GenerationSettings(refusals=("(unclosed",))

@@ -132,7 +132,7 @@ def data_options(func: F) -> F:
 
 
 def generation_options(func: F) -> F:
-    """--gen-kwargs, --repeats, --think-end-token, --budget, given to the command as one
+    """--gen-kwargs, --repeats, --think-end-token, --budget, --refusal-pattern, given as one
     `generation: GenerationSettings` argument. Put it below @handles_errors."""
 
     @functools.wraps(func)
@@ -142,6 +142,7 @@ def generation_options(func: F) -> F:
         repeats: int,
         think_end_token: str | None,
         budget: str,
+        refusal_pattern: tuple[str, ...],
         **kwargs: Any,
     ) -> Any:
         settings = GenerationSettings(
@@ -149,6 +150,7 @@ def generation_options(func: F) -> F:
             repeats=repeats,
             think_end_token=think_end_token,
             budget=budget,
+            **({"refusals": refusal_pattern} if refusal_pattern else {}),
         )
         return func(*args, generation=settings, **kwargs)
 
@@ -179,6 +181,12 @@ def generation_options(func: F) -> F:
             show_default=True,
             help="Token caps for thinking runs: standard (2,000 reasoning / 1,000 output) "
             "or complex (8,000 / 4,000).",
+        ),
+        click.option(
+            "--refusal-pattern",
+            multiple=True,
+            help="A regex (case-insensitive) that makes an answer a refusal; repeatable, "
+            "replaces the built-in list.",
         ),
     )
     for option in reversed(options):
