@@ -24,6 +24,7 @@ from regress.records import Record, Status
 from regress.requests import (
     AnyResult,
     FailedResult,
+    GenerateRequest,
     GenerateResult,
     LoglikelihoodResult,
     Request,
@@ -151,10 +152,15 @@ def evaluate(
     return runs
 
 
+def _generates(example: Example) -> bool:
+    """Whether every request of the example generates (a golden set mixes in choice items)."""
+    return all(isinstance(r, GenerateRequest) for r in example.requests)
+
+
 def _sent(spec: TaskSpec, example: Example) -> tuple[Request, ...]:
     """What goes to the backend for one example: a generation's requests with the run's
     overrides, repeated (all of sample 0, then all of sample 1, ...)."""
-    if spec.task.output_type != "generate_until":
+    if not _generates(example):
         return example.requests
     per_request = [spec.generation.samples(r) for r in example.requests]  # type: ignore[arg-type]
     return tuple(samples[j] for j in range(spec.generation.repeats) for samples in per_request)
@@ -171,7 +177,7 @@ def _task_run(
     records: list[Record] = []
     generates = task.output_type == "generate_until"
     for example, answers in zip(examples, results, strict=True):
-        if generates:
+        if _generates(example):
             outcome, record = _generation_record(spec, example, answers, counter)
         else:
             outcome, record = _record(task, example, answers)

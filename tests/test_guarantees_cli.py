@@ -245,7 +245,7 @@ def test_run_with_failed_examples_is_refused_and_not_stored(tmp_path: Path, data
     assert code == ExitCode.RUN_FAILED, text
     assert text.splitlines()[-1] == (
         "regress: error: task gsm8k: 5 of 5 examples failed (> max_error_rate 0.05), first: "
-        "doc 0 truncated: prompt of 70 tokens + 256 new exceeds n_ctx 16; not stored"
+        "doc 0 truncated: max_tokens 256 leaves no room for a prompt in n_ctx 16; not stored"
     )
     assert not (tmp_path / "s").exists()
 

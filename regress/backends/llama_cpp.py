@@ -245,7 +245,10 @@ class LlamaCppBackend:
         """Greedy or seeded sampling, stopped at a stop string, end of sequence or max_tokens."""
         results: list[GenerateResult | FailedResult] = []
         for request in requests:
-            results.append(self._generate_one(request))
+            if request.max_tokens >= self.n_ctx:
+                results.append(FailedResult("truncated", _no_room(request.max_tokens, self.n_ctx)))
+            else:
+                results.append(self._generate_one(request))
             if progress:
                 progress(1)
         return results
@@ -412,3 +415,7 @@ def _first_stop(text: str, until: Sequence[str]) -> int | None:
     """Where the first stop string starts in `text`, or None."""
     found = [i for stop in until if stop and (i := text.find(stop)) >= 0]
     return min(found) if found else None
+
+
+def _no_room(max_tokens: int, n_ctx: int) -> str:
+    return f"max_tokens {max_tokens} leaves no room for a prompt in n_ctx {n_ctx}"
