@@ -147,10 +147,9 @@ def _task_yaml(name: str, eval_split: str, shots: int, files: dict[str, Path]) -
     return "\n".join(lines) + "\n" + EXTRA_YAML.get(name, "")
 
 
-def run_lm_eval(
-    chosen: Sequence[Benchmark], include: Path, out: Path, threads: int
-) -> tuple[Run, float]:
-    """lm-eval's hf model on the tasks (one offline subprocess); its samples read back."""
+def lm_eval_cli(tasks: Sequence[str], include: Path, out: Path, threads: int) -> float:
+    """Run lm-eval's hf model (float32, offline, one subprocess) on `tasks` found under
+    `include`, logging samples to `out`; the wall time in seconds."""
     folder = _model_folder(resolve_model_path(MODEL))
     env = {
         **os.environ,
@@ -161,15 +160,22 @@ def run_lm_eval(
     command = [
         sys.executable, "-m", "lm_eval", "--model", "hf",
         "--model_args", f"pretrained={folder},dtype=float32,max_length={MAX_LENGTH}",
-        "--tasks", ",".join(t for b in chosen for t in b.tasks),
+        "--tasks", ",".join(tasks),
         "--include_path", str(include), "--batch_size", "1", "--device", "cpu",
         "--output_path", str(out), "--log_samples",
     ]  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
     if done.returncode:
         raise SystemExit(f"lm-eval failed:\n{done.stderr[-4000:]}")
+    return time.perf_counter() - start
+
+
+def run_lm_eval(
+    chosen: Sequence[Benchmark], include: Path, out: Path, threads: int
+) -> tuple[Run, float]:
+    """lm-eval's hf model on the tasks; its samples read back as a regress run."""
+    elapsed = lm_eval_cli([t for b in chosen for t in b.tasks], include, out, threads)
     return read_lm_eval_run(out, "lm-eval"), elapsed
 
 

@@ -78,6 +78,7 @@ unit stand out overstates the true one)."""
 PERPLEXITY_WEIGHTS = {"word_perplexity": "n_words", "byte_perplexity": "n_bytes"}
 """Per-document metric holding each perplexity's denominator (bits_per_byte uses bytes too)."""
 ROLLING = "loglikelihood_rolling"
+MISMATCH_REFUSED = "--allow-mismatch pairs identical documents only"
 
 
 def compare(
@@ -169,9 +170,9 @@ def _compatible_tasks(
         if other is None:
             problem = f"task {name}: in the baseline but not in the candidate run"
         else:
-            problem = _hash_difference(info, other)
+            problem = hash_difference(info, (other.dataset_hash, other.prompt_hash))
         if problem and not allow_mismatch:
-            raise BadInput(f"{problem}; --allow-mismatch pairs identical documents only")
+            raise BadInput(f"{problem}; {MISMATCH_REFUSED}")
         if problem:
             warnings.append(f"{problem}; pairing identical documents only")
         if other is not None:
@@ -181,10 +182,12 @@ def _compatible_tasks(
     return tasks
 
 
-def _hash_difference(base: TaskInfo, cand: TaskInfo) -> str:
+def hash_difference(base: TaskInfo, candidate: tuple[str, str]) -> str:
+    """How the candidate's (dataset hash, prompt hash) of a task differ from the baseline's
+    ("" when they do not)."""
     for label, ours, theirs in (
-        ("dataset", base.dataset_hash, cand.dataset_hash),
-        ("prompt", base.prompt_hash, cand.prompt_hash),
+        ("dataset", base.dataset_hash, candidate[0]),
+        ("prompt", base.prompt_hash, candidate[1]),
     ):
         if ours != theirs:
             return (

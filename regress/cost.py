@@ -85,15 +85,8 @@ class TaskCost:
 
 def task_cost(task: str, records: Sequence[Record], prices: Prices, seconds: float) -> TaskCost:
     """Totals over a task's records; `seconds` is the task's share of the run's time."""
-    samples = successes = 0.0
-    for record in records:
-        per_sample = record.scores.get("correct")
-        if isinstance(per_sample, list) and record.correct is None:
-            samples += len(per_sample)
-            successes += sum(per_sample)
-        else:
-            samples += 1
-            successes += float(bool(record.ok and record.correct))
+    outcomes = [o for record in records for o in record.outcomes]
+    samples, successes = len(outcomes), float(sum(outcomes))
     input_tokens = sum(r.tokens.get("prompt", 0) for r in records)
     output_tokens = sum(r.tokens.get("completion", 0) for r in records)
     counted = [r.tokens.get("reasoning") for r in records if r.ok]
@@ -108,7 +101,7 @@ def task_cost(task: str, records: Sequence[Record], prices: Prices, seconds: flo
     final = output_tokens - (reasoning or 0)
     return TaskCost(
         task=task,
-        samples=int(samples),
+        samples=samples,
         successes=successes,
         input_tokens=input_tokens,
         output_tokens=output_tokens,

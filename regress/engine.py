@@ -188,11 +188,12 @@ def _task_run(
     metrics = task.aggregate(ok) if ok and not repeated else {}
     if ok and repeated:
         scored_records = [r for r in records if r.ok]
-        outcomes = np.array([r.scores["correct"] for r in scored_records])
+        outcomes = np.array([r.outcomes for r in scored_records])
         metrics = repeat_aggregate([r.metrics for r in scored_records], outcomes)
     if generates:
         metrics |= failure_summary(records, None if repeated else task.primary_metric)
     num_fewshot = task.effective_fewshot(spec.num_fewshot)
+    dataset_hash, prompt_hash = identity(spec, examples)
     info = TaskInfo(
         name=task.name,
         group=task.group,
@@ -200,8 +201,8 @@ def _task_run(
         num_fewshot=num_fewshot,
         metric="pass@1" if repeated else task.primary_metric,
         output_type=task.output_type,
-        dataset_hash=digest([r.doc_hash for r in records]),
-        prompt_hash=digest([r.prompt_hash for r in records]),
+        dataset_hash=dataset_hash,
+        prompt_hash=prompt_hash,
         limit=spec.limit,
         higher_is_better=True if repeated else task.higher_is_better.get(task.primary_metric, True),
         generation=None
@@ -209,6 +210,19 @@ def _task_run(
         else spec.generation.to_dict(),
     )
     return TaskRun(task, info, examples, results, scored, records, metrics)
+
+
+def identity(spec: TaskSpec, examples: Sequence[Example]) -> tuple[str, str]:
+    """A task's (dataset hash, prompt hash) over `examples`, known before any model runs:
+    the digests of each example's document and of its requests as sent."""
+    return (
+        digest([doc_hash(e.doc) for e in examples]),
+        digest([_prompt_hash(_sent(spec, e)) for e in examples]),
+    )
+
+
+def _prompt_hash(sent: Sequence[Request]) -> str:
+    return digest([request_hash(r) for r in sent])
 
 
 def _base(
@@ -225,7 +239,7 @@ def _base(
         "task": task.name,
         "doc_id": example.doc_id,
         "doc_hash": doc_hash(example.doc),
-        "prompt_hash": digest([request_hash(r) for r in sent]),
+        "prompt_hash": _prompt_hash(sent),
         "target": example.target,
         "tokens": tokens,
     }
@@ -308,7 +322,8 @@ def _generation_record(
             finishes.append(answer.finish)
         failures += [str(c) for c in classes]
         if FailureClass.REASONING_CAP in classes and outcome.correct:
-            outcome = replace(outcome, correct=0)
+            metrics = {**outcome.metrics, task.primary_metric: 0.0}
+            outcome = replace(outcome, correct=0, metrics=metrics)
         samples.append(outcome)
     if reasoning is not None and (settings.think_end_token or reasoning):
         base["tokens"]["reasoning"] = reasoning

@@ -29,7 +29,7 @@ from typing import Any
 
 from regress.backends import BACKENDS
 from regress.choice_calibration import compare_calibration
-from regress.compare import compare, units_of
+from regress.compare import MISMATCH_REFUSED, compare, hash_difference, units_of
 from regress.comparison import (
     Comparison,
     Fingerprint,
@@ -39,7 +39,7 @@ from regress.comparison import (
     Verdict,
 )
 from regress.drift import DriftReport, drift_report
-from regress.engine import TaskSpec
+from regress.engine import TaskSpec, identity, prepare
 from regress.errors import BadInput, ExitCode
 from regress.fingerprint import hardware_differences
 from regress.golden_gate import judge_golden
@@ -136,6 +136,8 @@ def check(
         result = _golden_and_calibration(result, baseline, candidate, options)
         return CheckResult(replace(result, hardware=hardware), candidate)
     plan, warnings = candidate_plan(baseline, candidate, options)
+    if not options.allow_mismatch:
+        _refuse_changed_inputs(baseline, plan)
     outcome = _run(plan, f"check {candidate.model}", progress)
     reference, hardware, more = _reference(baseline, outcome.run, options, progress)
     result = compare(reference or baseline, outcome.run, options.policy, options.allow_mismatch)
@@ -213,6 +215,16 @@ def candidate_plan(
         tasks=options.tasks,
     )
     return plan, warnings
+
+
+def _refuse_changed_inputs(baseline: Run, plan: RunPlan) -> None:
+    """BadInput before any model loads when a task's documents or prompts are no longer the
+    baseline's (the comparison would refuse the same, after the whole run)."""
+    for spec, examples in prepare(plan.specs, plan.source, plan.shard):
+        info = baseline.manifest.tasks.get(spec.task.name)
+        problem = hash_difference(info, identity(spec, examples)) if info else ""
+        if problem:
+            raise BadInput(f"{problem}; {MISMATCH_REFUSED}")
 
 
 def _run(plan: RunPlan, label: str, progress: RunProgress) -> Outcome:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from regress.errors import BadInput
-from regress.requests import GenerateRequest
+from regress.requests import GenerateRequest, cut_at_stop
 
 REASONING_CAPS = {"standard": 2000, "complex": 8000}
 """Reasoning tokens allowed before a generation counts as a Timeout/Loop (seed 002)."""
@@ -221,5 +221,4 @@ def read_answer(text: str, until: tuple[str, ...], settings: GenerationSettings)
     if not opened:
         answer = text
     answer = answer.lstrip()
-    cut = min((i for stop in until if stop and (i := answer.find(stop)) >= 0), default=None)
-    return ReadAnswer(answer if cut is None else answer[:cut], thinking, opened, closed)
+    return ReadAnswer(cut_at_stop(answer, until)[0], thinking, opened, closed)

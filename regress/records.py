@@ -58,6 +58,15 @@ class Record:
     tokens: dict[str, int] = field(default_factory=dict)
     """`prompt` and `completion` token counts over the example's requests."""
 
+    @property
+    def outcomes(self) -> list[int]:
+        """Each sample's 0/1 outcome: `scores["correct"]` when the example was sampled
+        repeatedly, else one outcome (wrong when the example failed or is not 0/1)."""
+        per_sample = self.scores.get("correct")
+        if self.correct is None and isinstance(per_sample, list):
+            return [int(c) for c in per_sample]
+        return [int(self.ok and bool(self.correct))]
+
     def to_json(self) -> str:
         """One canonical JSON line (sorted keys) for the records file.
 

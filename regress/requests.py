@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -98,6 +99,12 @@ class GenerateResult:
 
 
 Result = LoglikelihoodResult | RollingResult | GenerateResult
+
+
+def cut_at_stop(text: str, until: Sequence[str]) -> tuple[str, bool]:
+    """`text` before the first occurrence of any stop string, and whether one occurred."""
+    cut = min((i for stop in until if stop and (i := text.find(stop)) >= 0), default=None)
+    return (text, False) if cut is None else (text[:cut], True)
 
 
 _LATER_FIELDS = {"top_k": 0, "min_p": 0.0}

@@ -29,3 +29,15 @@ def data_dir() -> Path:
     """../shared/data: the benchmarks' original files."""
     assert DATA_DIR.is_dir(), f"benchmark data not found at {DATA_DIR}"
     return DATA_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Every cache of the run (results, GGUF headers, dequantised models) starts empty.
+
+    A CI machine starts cold; a shared ~/.cache/regress would let one run's results answer the
+    next run's reruns and hide both slowness and cache-key bugs.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REGRESS_CACHE_DIR", str(tmp_path_factory.mktemp("regress-cache")))
+        yield

@@ -184,6 +184,48 @@ def test_greedy_generation_is_deterministic(backend):
     assert first.text and not {".", "\n"} & set(first.text)  # cut at the stop strings
 
 
+def _direct_generate(llm: Llama, ids: list[int], request: GenerateRequest, n: int) -> str:
+    """The first n tokens llama.cpp generates after evaluating the prompt in one fresh pass."""
+    llm.reset()
+    llm.set_seed(request.seed)
+    sampled = request.temperature > 0
+    tokens = []
+    for token in llm.generate(
+        ids,
+        temp=request.temperature if sampled else 0.0,
+        top_k=0,
+        top_p=request.top_p if sampled else 1.0,
+        min_p=0.0,
+        repeat_penalty=1.0,
+    ):
+        if len(tokens) == n:
+            break
+        tokens.append(token)
+    return llm.detokenize(tokens).decode("utf-8", errors="ignore")
+
+
+def test_generation_evaluates_a_shared_prompt_once_and_gives_a_fresh_pass_s_text(backend, direct):
+    """Samples of one prompt (repeats, self-consistency) and prompts sharing a few-shot block
+    reuse the evaluated prompt; each text is still the one a fresh full pass gives."""
+    shots = "".join(f"Q: What is {a} plus {a + 3}?\nA: {2 * a + 3}\n\n" for a in range(1, 10))
+    prompts = [shots + f"Q: What is {a} plus {b}?\nA:" for a, b in ((7, 5), (12, 30))]
+    requests = [
+        GenerateRequest(p, max_tokens=12, temperature=t, seed=s)
+        for p in prompts
+        for t, s in ((0.0, 1), (0.9, 1), (0.9, 2))
+    ]
+    before = backend.tokens_evaluated
+    results = backend.generate(requests)
+    prompt_tokens = sum(r.n_context_tokens for r in results)
+    assert not any(r.truncated for r in results)
+    # The shared block once, each question's own tokens, not every prompt in full.
+    assert backend.tokens_evaluated - before < prompt_tokens / 4
+    for request, result in zip(requests, results, strict=True):
+        ids = direct.tokenize(request.context.encode(), add_bos=backend.add_bos, special=True)
+        assert result.text == _direct_generate(direct, ids, request, result.n_tokens)
+    assert len({r.text for r in results}) > 2  # the seeds drew different answers
+
+
 def test_n_ctx_beyond_training_context_is_bad_input(smollm2_path):
     with pytest.raises(BadInput, match="exceeds"):
         LlamaCppBackend(str(smollm2_path), n_ctx=16384)

@@ -18,8 +18,8 @@ from regress.cli import cli
 from regress.errors import ExitCode
 
 TASKS = "builtin"
-LIMIT = "20"  # per task: 100 examples over the five built-in tasks, for the mechanics
-ARC_LIMIT = "150"  # real data where SmolLM2 is well above chance, for the verdicts
+LIMIT = "12"  # per task: 60 examples over the five built-in tasks, for the mechanics
+ARC_LIMIT = "100"  # real data where SmolLM2 is well above chance, for the verdicts
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -110,16 +110,7 @@ def test_baseline_list_show_verify(store):
     code, text = run("baseline", "show", "main", "--store", str(store))
     assert code == 0 and "builtin_arithmetic" in text
     code, text = run("baseline", "verify", "main", "--store", str(store))
-    assert code == 0 and "ok" in text and "100 records" in text
-
-
-def test_same_model_passes_with_zero_flips(arc_store, tmp_path, data_dir):
-    code, data = check_json(arc_store, "smollm2-135m", tmp_path, data_dir)
-    assert code == ExitCode.OK
-    assert data["verdict"] == "PASS" and data["n_flips"] == 0
-    [unit] = data["units"]
-    assert unit["b"] == unit["c"] == 0 and unit["n"] == int(ARC_LIMIT)
-    assert (tmp_path / "r.md").read_text().splitlines()[0].startswith("## regress")
+    assert code == 0 and "ok" in text and "60 records" in text
 
 
 def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
@@ -129,6 +120,9 @@ def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
     assert code == ExitCode.OK and data["verdict"] == "PASS"
     [unit] = data["units"]
     assert unit["b"] + unit["c"] < 0.1 * unit["n"]  # Q8_0 changes about 1% of answers here
+    assert unit["n"] == int(ARC_LIMIT)
+    assert (tmp_path / "r.md").read_text().splitlines()[0].startswith("## regress: ✅ PASS")
+    # The same model with zero flips: tests/test_cli_misc.py (the committed baseline).
 
 
 def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data_dir):
@@ -282,7 +276,7 @@ def test_killed_eval_resumes_to_identical_records(store, tmp_path):
     db = tmp_path / "cache" / "results.sqlite"
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if db.exists() and _rows(db) >= 128:
+        if db.exists() and _rows(db) >= 80:
             break
         time.sleep(0.2)
     assert proc.poll() is None, "run finished before it could be killed"

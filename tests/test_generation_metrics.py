@@ -9,12 +9,14 @@ import math
 import numpy as np
 import pytest
 
+from regress.engine import TaskSpec, evaluate
 from regress.errors import BadInput
 from regress.failures import FailureClass, Generation, classify
 from regress.generation import GenerationSettings, parse_gen_kwargs, read_answer
 from regress.passk import majority, pass_at_k, repeat_aggregate, sample_metrics
-from regress.requests import GenerateRequest
+from regress.requests import GenerateRequest, GenerateResult
 from regress.stats import paired_mean_test
+from regress.tasks import DataSource, get_tasks
 
 
 @pytest.mark.parametrize(("n", "c"), [(1, 0), (1, 1), (5, 0), (5, 2), (6, 3), (7, 7), (8, 1)])
@@ -145,3 +147,38 @@ def test_refusal_patterns_are_the_run_s_own() -> None:
     assert GenerationSettings.from_dict(own.to_dict()) == own
     with pytest.raises(BadInput, match="not a regex"):
         GenerationSettings(refusals=("(unclosed",))
+
+
+class _WordCounter:
+    """Counts tokens as words: enough for the engine to measure thinking."""
+
+    @staticmethod
+    def count_tokens(text: str) -> int:
+        return len(text.split())
+
+
+@pytest.mark.parametrize(("words", "right"), [(50, True), (2500, False)])
+def test_an_answer_past_the_reasoning_cap_scores_zero_everywhere(
+    data_dir, words: int, right: bool
+) -> None:
+    [gsm8k] = get_tasks(["gsm8k"])
+    settings = GenerationSettings(think_end_token="</think>")
+    [example] = gsm8k.examples(DataSource(data_dir), 0, 1)
+    text = "<think>" + "hmm " * words + f"</think> #### {example.target}"
+
+    def answer(requests, progress):
+        return [GenerateResult(text, words + 4, finish="eos") for _ in requests]
+
+    [run] = evaluate(
+        [TaskSpec(gsm8k, 0, 1, generation=settings)],
+        _WordCounter(),
+        DataSource(data_dir),
+        run=answer,
+    )
+    [record] = run.records
+    assert record.tokens["reasoning"] >= words
+    assert record.scores["failure"] == ["answered" if right else "reasoning_cap"]
+    # The primary metric follows the verdict: a budget would have cut this answer off.
+    assert record.correct == int(right)
+    assert record.metrics["exact_match"] == float(right)
+    assert run.metrics["exact_match"] == float(right)

@@ -22,8 +22,8 @@ from regress.proxy import ProxyOptions, build_proxy
 from regress.store import Store
 from regress.tasks.base import DataSource
 
-PARENT_N = 60
-BUDGET = 30
+PARENT_N = 40
+BUDGET = 20
 
 
 def run(*args: str) -> tuple[int, str]:

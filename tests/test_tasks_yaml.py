@@ -85,7 +85,14 @@ def test_unknown_key_is_an_error_naming_it(tasks_dir: Path) -> None:
     ("extra", "message"),
     [
         ("fewshot_config: {sampler: balanced}", "sampler 'balanced' is not supported"),
-        ("fewshot_config: {samples: []}", "'fewshot_config.samples' is not supported"),
+        ("fewshot_config: {samples: []}", "fewshot_config.samples must be a non-empty list"),
+        ("fewshot_config: {shuffle: true}", "'fewshot_config.shuffle' is not supported"),
+        (
+            "output_type: generate_until\nrepeats: 4\nfilter_list: [{name: maj@8, filter: "
+            "[{function: take_first_k, k: 8}, {function: majority_vote}, "
+            "{function: take_first}]}]",
+            "filter 'maj@8' takes the first 8 of 4 generations",
+        ),
         ("metric_list: [{metric: acc_mutual_info}]", "metric 'acc_mutual_info' is not supported"),
         ("metric_list: [{metric: acc, aggregation: median}]", "acc aggregates by mean"),
         ("dataset_kwargs: {data_files: x.json, field: rows}", "dataset_kwargs.field"),

@@ -54,6 +54,7 @@ from regress.requests import (
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
     RollingResult,
+    cut_at_stop,
 )
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -502,11 +503,11 @@ class HFBackend:
         else:
             finish = "length" if len(new) >= request.max_tokens else "stop"
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        cut = _cut_at_stop(text, request.until)
-        if len(cut) < len(text):
+        text, stopped = cut_at_stop(text, request.until)
+        if stopped:
             finish = "stop"
         return GenerateResult(
-            text=cut,
+            text=text,
             n_tokens=len(new),
             n_context_tokens=len(ids),
             finish=finish,
@@ -529,12 +530,6 @@ def _score(logits: torch.Tensor, targets: Sequence[int]) -> tuple[float, bool]:
 def _padded_length(n: int, after_prefix: bool = False) -> int:
     multiple = _SUFFIX_PAD_MULTIPLE if after_prefix else _PAD_MULTIPLE
     return -(-n // multiple) * multiple
-
-
-def _cut_at_stop(text: str, until: Sequence[str]) -> str:
-    """Text before the first occurrence of any stop string."""
-    cut = min((i for s in until if s and (i := text.find(s)) >= 0), default=len(text))
-    return text[:cut]
 
 
 def _tokenizer_adds_bos(tokenizer: Any) -> bool:

@@ -13,8 +13,9 @@ in a batch of one token differ from one full pass by up to 0.29 nats, while ever
 split of the same tokens into batches gives identical floats. So no scored position is ever
 computed in a batch of one token or kept from a neighbour's pass: only the context's KV cache
 is reused, and the scored positions are computed afresh in a batch of at least two tokens.
-The result is that of one fresh pass, with reuse on or off. Generation evaluates its prompt
-from the first token.
+The result is that of one fresh pass, with reuse on or off. Generation reuses a prompt's
+context the same way (the prompt's last two tokens are evaluated afresh), so the samples of
+one prompt (repeats, self-consistency) evaluate the prompt once.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from regress.requests import (
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
     RollingResult,
+    cut_at_stop,
 )
 
 
@@ -108,7 +110,8 @@ class LlamaCppBackend:
         self.n_batch = n_batch
         self._n_vocab = self._llm.n_vocab()
         self.tokens_evaluated = 0
-        """Tokens actually run through the model (a measure of prefix reuse)."""
+        """Tokens actually run through the model, generated ones aside (a measure of prefix
+        reuse)."""
 
     # -- tokenisation ------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:
@@ -169,11 +172,20 @@ class LlamaCppBackend:
         batched (measured), so the floats are those of one fresh pass.
         """
         scored = range(first_scored, len(input_ids))
-        if self._sliding and not self.prefix_reuse:
-            # One pass from the first token: a sliding-window cache scores a second
-            # decode call differently (0.15 nats measured on Gemma 3), so never split it.
+        if self._single_pass:
             return np.stack(self._decode(input_ids, 0, scored))
-        last = max(min(first_scored, len(input_ids) - 2), 0)
+        last = self._load_context(input_ids, max(min(first_scored, len(input_ids) - 2), 0))
+        return np.stack(self._decode(input_ids[last:], last, scored))
+
+    @property
+    def _single_pass(self) -> bool:
+        """Whether every request runs from its first token in one pass: a sliding-window cache
+        scores a second decode call differently (0.15 nats measured on Gemma 3)."""
+        return self._sliding and not self.prefix_reuse
+
+    def _load_context(self, input_ids: list[int], last: int) -> int:
+        """Make the KV cache hold input_ids[:last'] (reusing what matches) and return last',
+        which is `last` unless the rest would have been a batch of one token."""
         shared = 0
         if self.prefix_reuse:
             cached = self._llm.input_ids[: self._llm.n_tokens]
@@ -184,7 +196,8 @@ class LlamaCppBackend:
             shared, last = (shared - 1, last) if shared else (0, 0)
         if shared < last:
             self._decode(input_ids[shared:last], shared, ())
-        return np.stack(self._decode(input_ids[last:], last, scored))
+        self._llm.n_tokens = last
+        return last
 
     def _score(self, window: Window) -> tuple[float, bool]:
         rows = self._logits(window.input_ids, len(window.input_ids) - len(window.targets))
@@ -261,7 +274,12 @@ class LlamaCppBackend:
         room = max(1, self.n_ctx - request.max_tokens)
         truncated = len(ids) > room
         ids = ids[-room:]
-        self._llm.reset()  # the prompt from its first token: see the module doc
+        if self._single_pass:
+            self._llm.reset()
+        else:
+            # Llama.generate evaluates what the cache lacks: the prompt's last two tokens.
+            self._load_context(ids, max(len(ids) - 2, 0))
+        self.tokens_evaluated += len(ids) - self._llm.n_tokens
         self._llm.set_seed(request.seed)
         sampled = request.temperature > 0
         tokens: list[int] = []
@@ -280,12 +298,14 @@ class LlamaCppBackend:
                 break
             tokens.append(token)
             text = self._llm.detokenize(tokens).decode("utf-8", errors="ignore")
-            cut = _first_stop(text, request.until)
-            if cut is not None:
-                text, finish = text[:cut], "stop"
+            text, stopped = cut_at_stop(text, request.until)
+            if stopped:
+                finish = "stop"
                 break
             if len(tokens) >= request.max_tokens:
                 break
+        # The generated tokens went through in batches of one: never reuse their KV.
+        self._llm.n_tokens = min(self._llm.n_tokens, len(ids))
         return GenerateResult(
             text=text,
             n_tokens=len(tokens),
@@ -409,12 +429,6 @@ class LlamaCppBackend:
         finally:
             self.clear_cache()  # the rows are copied out; the next request starts clean
         return np.stack(rows)
-
-
-def _first_stop(text: str, until: Sequence[str]) -> int | None:
-    """Where the first stop string starts in `text`, or None."""
-    found = [i for stop in until if stop and (i := text.find(stop)) >= 0]
-    return min(found) if found else None
 
 
 def _no_room(max_tokens: int, n_ctx: int) -> str:

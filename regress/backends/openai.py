@@ -35,6 +35,7 @@ from regress.requests import (
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
     RollingResult,
+    cut_at_stop,
 )
 
 _PROBE = "The capital of France is"
@@ -210,7 +211,8 @@ class OpenAIBackend:
         text = (message.get("content") if self.chat else choice.get("text")) or ""
         usage = answer.get("usage") or {}
         return GenerateResult(
-            text=_cut_at_stop(text, request.until),
+            # Servers apply at most four stop strings: cut at every one.
+            text=cut_at_stop(text, request.until)[0],
             n_tokens=usage.get("completion_tokens", 0),
             n_context_tokens=usage.get("prompt_tokens", 0),
             finish=_finish(choice),
@@ -479,12 +481,6 @@ def _finish(choice: dict[str, Any]) -> Finish:
     if reason == "stop" and "stop_reason" in choice:
         return "eos" if choice["stop_reason"] is None else "stop"
     return "unknown"
-
-
-def _cut_at_stop(text: str, until: Sequence[str]) -> str:
-    """Text before the first occurrence of any stop string (servers apply at most four)."""
-    cut = min((i for s in until if s and (i := text.find(s)) >= 0), default=len(text))
-    return text[:cut]
 
 
 def _api_root(base_url: str) -> str:

@@ -35,7 +35,7 @@ TASK_KEYS = frozenset(
     }
 )  # fmt: skip
 GROUP_KEYS = frozenset({"group", "group_alias", "task", "aggregate_metric_list", "metadata"})
-FEWSHOT_KEYS = frozenset({"sampler", "split"})
+FEWSHOT_KEYS = frozenset({"sampler", "split", "samples"})
 SAMPLERS = ("default", "first_n")
 OUTPUT_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling", "generate_until")
 MAX_INCLUDE_DEPTH = 20
@@ -153,6 +153,13 @@ def check_task_keys(config: dict[str, Any], path: Path) -> None:
         for key in fewshot:
             if key not in FEWSHOT_KEYS:
                 raise BadInput(f"{path}: key 'fewshot_config.{key}' is not supported")
+        samples = fewshot.get("samples")
+        if samples is not None and (
+            not isinstance(samples, list)
+            or not samples
+            or not all(isinstance(s, dict) for s in samples)
+        ):
+            raise BadInput(f"{path}: fewshot_config.samples must be a non-empty list of documents")
         if fewshot.get("sampler", "default") not in SAMPLERS:
             raise BadInput(
                 f"{path}: fewshot_config.sampler {fewshot['sampler']!r} is not supported "

@@ -15,9 +15,10 @@ Requests, prompts and scores follow lm-eval's `ConfigurableTask` without a chat 
 - `generate_until`: `repeats` generations (greedy unless `do_sample`), each filter pipeline's
   answer scored by exact_match with lm-eval's options.
 
-Shots: the few-shot split, else training, validation, then test; `first_n` takes them in
-order, `default` draws with lm-eval's seeded generator (and drops the evaluated document when
-the few-shot split is the test split, both unset included). A YAML `num_fewshot: 0` pins the
+Shots: the few-shot split, else the YAML's `fewshot_config.samples`, else training,
+validation, then test; `first_n` takes them in order, `default` draws with lm-eval's seeded
+generator (and drops the evaluated document when the few-shot split is the test split, both
+unset included). A YAML `num_fewshot: 0` pins the
 task to zero shots, as lm-eval does.
 """
 
@@ -84,7 +85,9 @@ _BINARY = frozenset({"acc", "acc_norm", "acc_bytes", "exact_match"})
 _EXACT_MATCH_OPTIONS = frozenset(
     {"regexes_to_ignore", "ignore_case", "ignore_punctuation", "ignore_numbers"}
 )
-_GENERATION_KEYS = frozenset({"until", "max_gen_toks", "do_sample", "temperature", "top_p"})
+_GENERATION_KEYS = frozenset(
+    {"until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k", "min_p"}
+)
 MAX_GEN_TOKS = 256
 """lm-eval's default `max_gen_toks`."""
 SEED = 1234
@@ -108,6 +111,8 @@ class Generation:
     max_tokens: int
     temperature: float
     top_p: float
+    top_k: int = 0
+    min_p: float = 0.0
 
 
 # eq=False: a task is an identity (hashable, usable as a key), not a value.
@@ -179,6 +184,11 @@ class YamlTask:
         return fewshot.get("split") or self._split("fewshot_split")
 
     def _fewshot_docs(self, source: DataSource) -> list[Doc]:
+        """lm-eval's order: the few-shot split, else `fewshot_config.samples` (documents
+        written in the YAML, as GSM8K-CoT's eight exemplars), else training, validation, test."""
+        samples = (self.settings.get("fewshot_config") or {}).get("samples")
+        if self._fewshot_split() is None and samples is not None:
+            return [dict(s) for s in samples]
         split = (
             self._fewshot_split()
             or self._split("training_split")
@@ -341,7 +351,14 @@ class YamlTask:
         gen = self.generation
         requests = tuple(
             GenerateRequest(
-                context, gen.until, gen.max_tokens, gen.temperature, gen.top_p, SEED + i
+                context,
+                gen.until,
+                gen.max_tokens,
+                gen.temperature,
+                gen.top_p,
+                SEED + i,
+                top_k=gen.top_k,
+                min_p=gen.min_p,
             )
             for i in range(self.repeats)
         )
@@ -529,6 +546,15 @@ def yaml_task(file: TaskFile, group: str | None = None) -> YamlTask:
     if repeats > 1 and kind != "generate_until":
         raise BadInput(f"{where}: repeats > 1 needs output_type generate_until")
     filters = pipelines(config.get("filter_list"), where)
+    for entry in config.get("filter_list") or ():
+        for function in entry["filter"] or ():
+            k = function.get("k", 0) if function["function"] == "take_first_k" else 0
+            if isinstance(k, int) and k > repeats:
+                # lm-eval stops on this too: a vote over fewer samples than named is not maj@k.
+                raise BadInput(
+                    f"{where}: filter {entry['name']!r} takes the first {k} of {repeats} "
+                    "generations; raise repeats"
+                )
     if config.get("filter_list") is not None and kind != "generate_until":
         raise BadInput(f"{where}: filter_list applies to generate_until tasks only")
     generation = None
@@ -615,7 +641,9 @@ def _generation(config: Mapping[str, Any], where: str) -> Generation:
     try:
         temperature = float(kwargs.get("temperature", 1.0)) if sampling else 0.0
         top_p = float(kwargs.get("top_p", 1.0))
+        top_k = int(kwargs.get("top_k", 0))
+        min_p = float(kwargs.get("min_p", 0.0))
         max_tokens = int(kwargs.get("max_gen_toks", MAX_GEN_TOKS))
     except (TypeError, ValueError) as exc:
         raise BadInput(f"{where}: generation_kwargs: {exc}") from exc
-    return Generation(tuple(until), max_tokens, temperature, top_p)
+    return Generation(tuple(until), max_tokens, temperature, top_p, top_k, min_p)
