@@ -19,6 +19,7 @@ from regress.errors import ExitCode
 
 TASKS = "builtin"
 LIMIT = "12"  # per task: 60 examples over the five built-in tasks, for the mechanics
+REPO = Path(__file__).resolve().parents[1]
 ARC_LIMIT = "100"  # real data where SmolLM2 is well above chance, for the verdicts
 
 
@@ -134,15 +135,17 @@ def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data
     assert unit["candidate"] < unit["baseline"] - 0.1
 
 
-def test_changed_prompt_is_refused(store, tmp_path):
+def test_changed_prompt_is_refused_before_any_model_runs(tmp_path):
     copy = tmp_path / "store"
-    subprocess.run(["cp", "-r", str(store), str(copy)], check=True)
+    subprocess.run(["cp", "-r", str(REPO / "baselines"), str(copy)], check=True)
     manifest = copy / "main" / "manifest.json"
     data = json.loads(manifest.read_text())
     data["tasks"]["builtin_dates"]["prompt_hash"] = "0" * 64
     manifest.write_text(json.dumps(data))
-    code, text = run("check", "--baseline", "main", "--model", "smollm2-135m", "--store", str(copy))
-    assert code == ExitCode.BAD_INPUT and "builtin_dates" in text and "prompt" in text
+    # No model file at all: the refusal names the prompt, so nothing was loaded or run.
+    missing = str(tmp_path / "absent.gguf")
+    code, text = run("check", "--baseline", "main", "--model", missing, "--store", str(copy))
+    assert code == ExitCode.BAD_INPUT and "builtin_dates" in text and "prompt hash" in text
 
 
 def test_bad_inputs_exit_2_and_overwrite_nothing(store, tmp_path):
