@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_compare import run
 
 from regress.compare import compare
 from regress.comparison import UnitKind, Verdict
 from regress.cost import Prices, load_prices, task_cost
 from regress.errors import BadInput, ExitCode
-from regress.fingerprint import RuntimeFingerprint
-from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
+from regress.manifest import Run, TaskInfo
 from regress.policy import Policy, parse_policy
 from regress.records import Record
 from regress.report.markdown import render_markdown
@@ -38,16 +38,7 @@ def _record(doc_id: int, failures: list[str], correct: list[int] | int) -> Recor
 
 def _run(name: str, records: list[Record], metric: str) -> Run:
     info = TaskInfo("gsm8k", None, len(records), 0, metric, "generate_until", "d", "p")
-    manifest = Manifest(
-        name=name,
-        created="2026-12-01T00:00:00Z",
-        regress_version="0.1.0",
-        model=ModelInfo(ref=f"{name}.gguf", sha256=name[0] * 64),
-        backend=RuntimeFingerprint("llama_cpp", "0.3.36", {"n_ctx": 2048}),
-        suite_name="gen",
-        tasks={"gsm8k": info},
-    )
-    return Run(manifest, {"gsm8k": records})
+    return run(name, {"gsm8k": records}, [info])
 
 
 def _truncating(n: int, truncated: int) -> list[Record]:

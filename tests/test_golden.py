@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from test_compare import run
 
 from regress.comparison import Verdict
 from regress.errors import BadInput, ExitCode
-from regress.fingerprint import RuntimeFingerprint
 from regress.gate import CheckOptions, check
-from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
+from regress.manifest import Run, TaskInfo
 from regress.policy import Policy, UnitPolicy, parse_policy
 from regress.records import Record, Status
 from regress.report.markdown import render_markdown
@@ -150,16 +150,7 @@ def make_run(name: str, golden: list[Record]) -> Run:
             "golden_support", None, N_GOLDEN, 0, "pass", "loglikelihood", "d", "p"
         ),
     }
-    manifest = Manifest(
-        name=name,
-        created="2026-01-01T00:00:00Z",
-        regress_version="0.1.0",
-        model=ModelInfo(ref=f"{name}.gguf", sha256=name[0] * 64),
-        backend=RuntimeFingerprint("llama_cpp", "0.3.36", {"n_ctx": 2048}),
-        suite_name="test",
-        tasks=tasks,
-    )
-    return Run(manifest, {"arc_easy": arc, "golden_support": golden})
+    return run(name, {"arc_easy": arc, "golden_support": golden}, tasks.values())
 
 
 BASE_PASSES = [i % 4 != 3 for i in range(N_GOLDEN)]
