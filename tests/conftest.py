@@ -1,4 +1,11 @@
-"""Shared fixtures: the real packaged model and the real benchmark data."""
+"""Shared fixtures (the real packaged model and the real benchmark data) and the test tiers.
+
+Every test that loads a model carries the `model` mark: here, when its module is one of
+MODEL_MODULES or it requests a model fixture; in a module that mixes both, by its own
+`@pytest.mark.model`. `pytest -m "not model"` runs the pure tests without importing the model
+modules; `.ci/run` runs them first with the model packages and llama.cpp hidden
+(`tests/no_models/sitecustomize.py`), so a test that loads a model without the mark fails CI.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +18,43 @@ import pytest
 # regress.backends.load_backend for why regress waits passively).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from regress.models import resolve_model_path
+from regress.backends.models import resolve_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 # CI clones the repo next to shared/, as on a developer's machine: <root>/main + <root>/shared.
 DATA_DIR = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))
+
+
+MODEL_MODULES = frozenset(
+    {
+        "test_backend_hf.py",
+        "test_backend_llama.py",
+        "test_backend_openai.py",
+        "test_bench_model.py",
+        "test_generation_model.py",
+        "test_golden_cli.py",
+        "test_lm_eval_import.py",
+        "test_proxy_model.py",
+        "test_sweep_model.py",
+    }
+)
+"""Modules every test of which loads a model (several import llama.cpp at the top)."""
+MODEL_FIXTURES = frozenset({"smollm2_path"})
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m "not model"` does not import the model modules at all."""
+    if collection_path.name in MODEL_MODULES and "not model" in config.getoption("markexpr"):
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of the model modules and those that request a model fixture."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.path.name in MODEL_MODULES or MODEL_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.model)
 
 
 @pytest.fixture(scope="session")

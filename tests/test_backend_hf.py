@@ -17,16 +17,16 @@ from scipy.special import log_softmax
 
 from regress.backends import load_backend
 from regress.backends.hf import HFBackend
-from regress.engine import TaskSpec, prepare
-from regress.errors import BadInput
-from regress.models import cache_root
-from regress.requests import (
+from regress.backends.models import cache_root
+from regress.core.errors import BadInput
+from regress.core.requests import (
     FailedResult,
     GenerateRequest,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
 )
+from regress.run.engine import TaskSpec, prepare
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource
 
@@ -60,7 +60,9 @@ def test_paris_logprob_equals_a_plain_forward_pass(backend: HFBackend) -> None:
     with torch.no_grad():
         logits = backend.model(input_ids=torch.tensor([ids])).logits[0].double()
     expected = torch.log_softmax(logits[-2], dim=-1)[ids[-1]].item()
-    assert result.logprob == pytest.approx(expected, abs=1e-5)
+    # float32 matmuls of other shapes round differently by CPU: 2.0e-5 apart on an AMD EPYC
+    # (AVX2) machine, under 1e-5 on Intel Xeons; a wrong token or position is off by > 0.01.
+    assert result.logprob == pytest.approx(expected, abs=1e-4)
     assert result.is_greedy
     assert (result.n_tokens, result.n_context_tokens, result.truncated) == (1, 5, False)
 

@@ -10,8 +10,8 @@ from llama_cpp import Llama
 
 from regress.backends.encoding import encode_pair, fit_window, rolling_windows
 from regress.backends.llama_cpp import LlamaCppBackend
-from regress.errors import BadInput
-from regress.requests import (
+from regress.core.errors import BadInput
+from regress.core.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
     RollingLoglikelihoodRequest,

@@ -32,8 +32,8 @@ from scipy.special import log_softmax
 
 from regress.backends import load_backend
 from regress.backends.openai import OpenAIBackend, _echo_entries, _loglikelihood
-from regress.errors import BadInput, RunFailed
-from regress.requests import (
+from regress.core.errors import BadInput, RunFailed
+from regress.core.requests import (
     FailedResult,
     GenerateRequest,
     LoglikelihoodRequest,

@@ -14,15 +14,15 @@ from regress.bench.latency import RequestTiming, summarise
 from regress.bench.render import render_json, render_jsonl, render_markdown
 from regress.bench.resources import Resources, Sample
 from regress.bench.run import BenchOptions, BenchRun, ModelBench
+from regress.bench.summaries import bench_models
 from regress.bench.summary import rate_stat
-from regress.choice_calibration import reliability_diagram
-from regress.fingerprint import HardwarePath, RuntimeFingerprint
-from regress.manifest import ModelInfo
+from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.core.manifest import ModelInfo
+from regress.core.store import read_run
+from regress.gate.choice_calibration import reliability_diagram
 from regress.report.charts import CHARTS
 from regress.report.html import figure_json, render_html
 from regress.report.sources import load_inputs
-from regress.store import read_run
-from regress.summaries import bench_models
 
 BASELINE = Path(__file__).resolve().parents[1] / "baselines" / "main"
 SHA = json.loads((BASELINE / "manifest.json").read_text())["model"]["sha256"]

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from regress.bench.latency import RequestTiming
@@ -54,6 +55,7 @@ def _ready(url: str) -> bool:
         return False
 
 
+@pytest.mark.model
 def test_serving_levels_against_a_real_server(smollm2_path, tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"prompt": "The capital of France is"}\n{"prompt": "Two plus two is"}\n')

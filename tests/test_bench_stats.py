@@ -14,8 +14,8 @@ from regress.bench.latency import RequestTiming, summarise
 from regress.bench.shift import bound_rank, paired_shift
 from regress.bench.speed_gate import SpeedVerdict, _pairs, decide
 from regress.bench.summary import Summary, llama_bench_name, rate_stat
-from regress.errors import BadInput
-from regress.policy import Policy, parse_policy
+from regress.core.errors import BadInput
+from regress.gate.policy import Policy, parse_policy
 
 
 def test_rate_stat_is_the_mean_of_per_repetition_rates_with_n_minus_1_sd():

@@ -8,16 +8,18 @@ import math
 import numpy as np
 import pytest
 
-from regress.choice_calibration import (
+from regress.core.fingerprint import RuntimeFingerprint
+from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
+from regress.core.records import Record
+from regress.gate.choice_calibration import (
+    CalibrationResult,
     brier,
     compare_calibration,
     ece,
     outcomes,
     reliability_diagram,
 )
-from regress.fingerprint import RuntimeFingerprint
-from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
-from regress.records import Record
+from regress.gate.compare import pair
 
 
 def mc_record(doc_id: int, probs: list[float], target: int, task: str = "arc_easy") -> Record:
@@ -117,14 +119,16 @@ def simulated(
     return base, cand
 
 
+def calibration(baseline: Run, candidate: Run, unit: str) -> tuple[CalibrationResult, ...]:
+    """compare_calibration of the runs' one task, paired as the gate pairs it."""
+    paired = pair(baseline, candidate)
+    return compare_calibration({unit: list(paired.tasks)}, paired.pairs)
+
+
 def test_delta_ece_interval_covers_zero_when_nothing_changed() -> None:
     rng = np.random.default_rng(1)
     base, _ = simulated(rng, 400, 1.0)
-    [result] = compare_calibration(
-        make_run("b", base),
-        make_run("c", base),
-        {"arc_easy": [make_run("b", base).manifest.tasks["arc_easy"]]},
-    )
+    [result] = calibration(make_run("b", base), make_run("c", base), "arc_easy")
     assert result.delta_ece == 0.0 and result.delta_ece_ci == (0.0, 0.0)
 
 
@@ -136,8 +140,7 @@ def test_an_overconfident_candidate_gets_a_positive_delta_ece() -> None:
     excluded = 0
     for _ in range(10):
         base, cand = simulated(rng, 300, 3.0)
-        info = make_run("b", base).manifest.tasks["arc_easy"]
-        [result] = compare_calibration(make_run("b", base), make_run("c", cand), {"u": [info]})
+        [result] = calibration(make_run("b", base), make_run("c", cand), "u")
         assert result.delta_ece > 0 and result.candidate_brier > result.baseline_brier
         excluded += result.delta_ece_ci[0] > 0
     assert excluded >= 9

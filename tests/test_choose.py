@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from regress.choose import Constraints, Contender, choose, parse_bytes
-from regress.errors import BadInput
+from regress.bench.choose import Constraints, Contender, choose, parse_bytes
+from regress.core.errors import BadInput
 
 
 def _c(model, acc, tg, rss_mib, low=None, high=None, ttft=100.0):

@@ -7,6 +7,7 @@ reach C (a negative n_batch used to crash llama.cpp with a segfault).
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from regress.cli import cli
-from regress.errors import ExitCode
+from regress.core.errors import ExitCode
 
 
 class _Boom:
@@ -24,8 +25,8 @@ class _Boom:
 
 
 def test_an_unexpected_error_is_exit_3_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    # regress.cli.check is the click command; its module is the one to patch.
-    monkeypatch.setattr(sys.modules["regress.cli.check"], "Store", _Boom)
+    # The group loads a command's module on first use; patch the module itself.
+    monkeypatch.setattr(importlib.import_module("regress.cli.check"), "Store", _Boom)
     result = CliRunner().invoke(cli, ["check", "-b", "main", "-m", "x.gguf"])
     assert result.exit_code == ExitCode.RUN_FAILED
     lines = result.output.strip().splitlines()
@@ -35,6 +36,7 @@ def test_an_unexpected_error_is_exit_3_in_one_line(monkeypatch: pytest.MonkeyPat
     assert isinstance(debug.exception, RuntimeError)
 
 
+@pytest.mark.model  # resolves a packaged model
 @pytest.mark.parametrize(
     ("module", "backend", "extra"),
     [("llama_cpp", "llama_cpp", "llama"), ("torch", "hf", "hf"), ("httpx", "openai", "openai")],
@@ -61,6 +63,7 @@ def test_a_missing_extra_names_what_to_install(module: str, backend: str, extra:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.model  # resolves a packaged model
 @pytest.mark.parametrize(
     ("args", "message"),
     [

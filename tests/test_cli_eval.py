@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from regress.cli import cli
-from regress.errors import ExitCode
+from regress.core.errors import ExitCode
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -39,6 +39,7 @@ def eval_out(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.model
 def test_results_file_has_lm_eval_shape(eval_out):
     [path] = (eval_out / "lm").glob("results_*.json")
     doc = json.loads(path.read_text())
@@ -52,6 +53,7 @@ def test_results_file_has_lm_eval_shape(eval_out):
     assert set(doc["configs"]) == {"builtin_arithmetic", "builtin_comparison"}
 
 
+@pytest.mark.model
 def test_samples_match_records(eval_out):
     [samples] = (eval_out / "lm").glob("samples_builtin_arithmetic_*.jsonl")
     lines = [json.loads(x) for x in samples.read_text().splitlines()]
@@ -84,6 +86,7 @@ def test_samples_match_records(eval_out):
     assert records[0]["correct"] == int(records[0]["pred"] == records[0]["target"])
 
 
+@pytest.mark.model
 def test_two_runs_give_byte_identical_records(eval_out, tmp_path):
     code, text = run(
         "eval",
@@ -117,6 +120,7 @@ def test_missing_data_dir(tmp_path):
     assert code == ExitCode.BAD_INPUT and "nope" in text and "Traceback" not in text
 
 
+@pytest.mark.model
 def test_malformed_csv_row_names_file_and_line(tmp_path, data_dir):
     for split in ("test", "dev"):
         (tmp_path / "mmlu" / split).mkdir(parents=True)
@@ -145,6 +149,7 @@ def test_missing_model():
     assert code == ExitCode.BAD_INPUT and "not found" in text
 
 
+@pytest.mark.model
 def test_n_ctx_overflow():
     code, text = run(
         "eval",

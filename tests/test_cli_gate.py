@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from regress.cli import cli
-from regress.errors import ExitCode
+from regress.core.errors import ExitCode
 
 TASKS = "builtin"
 LIMIT = "12"  # per task: 60 examples over the five built-in tasks, for the mechanics
@@ -105,6 +105,7 @@ def broken_model(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.model
 def test_baseline_list_show_verify(store):
     code, text = run("baseline", "list", "--store", str(store))
     assert code == 0 and "main" in text and "smollm2-135m" in text
@@ -114,6 +115,7 @@ def test_baseline_list_show_verify(store):
     assert code == 0 and "ok" in text and "60 records" in text
 
 
+@pytest.mark.model
 def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
     q8 = tmp_path / "q8.gguf"
     assert run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))[0] == 0
@@ -126,6 +128,7 @@ def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
     # The same model with zero flips: tests/test_cli_misc.py (the committed baseline).
 
 
+@pytest.mark.model
 def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data_dir):
     code, data = check_json(arc_store, str(broken_model), tmp_path, data_dir)
     assert code == ExitCode.REGRESSION
@@ -148,6 +151,7 @@ def test_changed_prompt_is_refused_before_any_model_runs(tmp_path):
     assert code == ExitCode.BAD_INPUT and "builtin_dates" in text and "prompt hash" in text
 
 
+@pytest.mark.model
 def test_bad_inputs_exit_2_and_overwrite_nothing(store, tmp_path):
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
     policy = tmp_path / "p.yaml"
@@ -186,6 +190,7 @@ def test_bad_inputs_exit_2_and_overwrite_nothing(store, tmp_path):
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.model
 def test_corrupt_baseline_is_bad_input(store, tmp_path):
     copy = tmp_path / "store"
     subprocess.run(["cp", "-r", str(store), str(copy)], check=True)
@@ -195,12 +200,14 @@ def test_corrupt_baseline_is_bad_input(store, tmp_path):
     assert code == ExitCode.BAD_INPUT and "builtin_units.jsonl" in text and "truncated" in text
 
 
+@pytest.mark.model
 def test_drift_unchanged_setup_is_stable(store, tmp_path):
     code, text = run("drift", "-b", "main", "--store", str(store))
     assert code == 0, text
     assert "STABLE" in verdict_line(text) and "(cause: nothing)" in verdict_line(text)
 
 
+@pytest.mark.model
 def test_drift_names_a_swapped_model_file(store, broken_model):
     code, text = run("drift", "-b", "main", "--store", str(store), "--model", str(broken_model))
     assert code == ExitCode.REGRESSION, text
@@ -208,6 +215,7 @@ def test_drift_names_a_swapped_model_file(store, broken_model):
     assert "model file sha256" in text
 
 
+@pytest.mark.model
 def test_drift_reports_a_setting_that_changes_results(store):
     code, text = run(
         "drift", "-b", "main", "--store", str(store), "--model-args", "add_bos_token=true"
@@ -218,6 +226,7 @@ def test_drift_reports_a_setting_that_changes_results(store):
     assert code == (ExitCode.REGRESSION if "DRIFT" in line else ExitCode.OK)
 
 
+@pytest.mark.model
 def test_shards_merge_to_identical_records(store, tmp_path):
     for i in range(3):
         code, text = run(
@@ -256,6 +265,7 @@ def test_shards_merge_to_identical_records(store, tmp_path):
     assert manifest["tasks"] == original["tasks"]
 
 
+@pytest.mark.model
 def test_killed_eval_resumes_to_identical_records(store, tmp_path):
     env = {**os.environ, "REGRESS_CACHE_DIR": str(tmp_path / "cache")}
     args = [

@@ -6,13 +6,14 @@ import json
 import math
 import shutil
 
+import pytest
 from click.testing import CliRunner
 from conftest import REPO
 from scipy.stats import norm
 
 from regress.cli import cli
-from regress.errors import ExitCode
-from regress.store import read_run
+from regress.core.errors import ExitCode
+from regress.core.store import read_run
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -33,6 +34,7 @@ def test_plan_prints_connors_n():
     assert code == ExitCode.BAD_INPUT and "cannot exceed" in text
 
 
+@pytest.mark.model
 def test_models_reads_gguf_headers():
     code, text = run("models")
     assert code == 0
@@ -40,6 +42,7 @@ def test_models_reads_gguf_headers():
     assert "llama" in row and "Q4_1" in row and "8192" in row and "135M" in row
 
 
+@pytest.mark.model
 def test_committed_baseline_passes_on_a_fresh_checkout(tmp_path):
     """README's first command: the packaged model against baselines/main."""
     report = tmp_path / "r.json"

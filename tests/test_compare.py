@@ -6,17 +6,17 @@ import math
 
 import pytest
 
-from regress.baseline_plan import plan_baseline
-from regress.compare import ROLLING, compare
-from regress.comparison import MAX_FLIPS, UnitKind, Verdict
-from regress.errors import BadInput, ExitCode
-from regress.fingerprint import RuntimeFingerprint
-from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
-from regress.planning import accuracy_mde, accuracy_n
-from regress.policy import Inconclusive, Policy, UnitPolicy
-from regress.records import Record, Status
-from regress.rules import Rule
-from regress.stats import (
+from regress.core.errors import BadInput, ExitCode
+from regress.core.fingerprint import RuntimeFingerprint
+from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
+from regress.core.records import Record, Status
+from regress.gate.baseline_power import plan_baseline
+from regress.gate.compare import ROLLING, compare
+from regress.gate.policy import Inconclusive, Policy, UnitPolicy
+from regress.gate.power import accuracy_mde, accuracy_n
+from regress.gate.results import MAX_FLIPS, UnitKind, Verdict
+from regress.gate.rules import Rule
+from regress.gate.stats import (
     adjust_pvalues,
     kl_divergence_choices,
     margin_pvalue,

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 import regress
-from regress.comparison import HardwareAction
-from regress.config import inline_suite
-from regress.drift import DriftVerdict
-from regress.errors import ExitCode
-from regress.fingerprint import HardwarePath
-from regress.manifest import Run
-from regress.noise import Cause
-from regress.records import Record
+from regress.core.errors import ExitCode
+from regress.core.fingerprint import HardwarePath
+from regress.core.manifest import Run
+from regress.core.records import Record
+from regress.gate.drift import DriftVerdict
+from regress.gate.noise import Cause
+from regress.gate.results import HardwareAction
+from regress.run.suite import inline_suite
 
 OTHER_KERNELS = "AVX AVX2 AVX512 F16C FMA OPENMP"
 """A build this machine's portable llama.cpp is not (it has no AVX-512)."""
@@ -82,6 +82,7 @@ def from_other_machine(run: Run, k: int, store: Path) -> Run:
     return regress.Store(store).load("main")
 
 
+@pytest.mark.model
 def test_check_through_the_python_api_passes_the_same_model(here, tmp_path):
     regress.write_run(here, tmp_path / "main")
     baseline = regress.Store(tmp_path).load("main")
@@ -101,6 +102,7 @@ def test_check_through_the_python_api_passes_the_same_model(here, tmp_path):
     assert "7 examples sent again, 0 answers changed" in text
 
 
+@pytest.mark.model
 def test_another_cpu_build_is_rerun_here_and_its_drift_reported(here, tmp_path):
     baseline = from_other_machine(here, k=6, store=tmp_path)
     options = regress.CheckOptions(cache_dir=tmp_path / "cache")
@@ -123,6 +125,7 @@ def test_another_cpu_build_is_rerun_here_and_its_drift_reported(here, tmp_path):
     assert again.reference.records == here.records
 
 
+@pytest.mark.model
 def test_rebaseline_never_and_a_missing_model_gate_against_the_stored_records(here, tmp_path):
     baseline = from_other_machine(here, k=6, store=tmp_path)
     never = regress.CheckOptions(rebaseline=regress.Rebaseline.NEVER)
@@ -135,6 +138,7 @@ def test_rebaseline_never_and_a_missing_model_gate_against_the_stored_records(he
     assert any("baseline not rerun here" in w and "gone.gguf" in w for w in result.warnings)
 
 
+@pytest.mark.model
 def test_drift_on_another_cpu_build_is_stable_within_noise_and_drift_beyond(here, tmp_path):
     within = regress.check_drift(from_other_machine(here, k=2, store=tmp_path / "a"))
     assert within.cause is Cause.HARDWARE and within.verdict is DriftVerdict.STABLE

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from test_compare import run
 
-from regress.compare import compare
-from regress.comparison import UnitKind, Verdict
-from regress.cost import Prices, load_prices, task_cost
-from regress.errors import BadInput, ExitCode
-from regress.manifest import Run, TaskInfo
-from regress.policy import Policy, parse_policy
-from regress.records import Record
+from regress.core.errors import BadInput, ExitCode
+from regress.core.manifest import Run, TaskInfo
+from regress.core.records import Record
+from regress.gate.compare import compare
+from regress.gate.policy import Policy, parse_policy
+from regress.gate.results import UnitKind, Verdict
 from regress.report.markdown import render_markdown
+from regress.run.cost import Prices, load_prices, task_cost
 
 
 def _record(doc_id: int, failures: list[str], correct: list[int] | int) -> Record:

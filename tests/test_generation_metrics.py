@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from regress.engine import TaskSpec, evaluate
-from regress.errors import BadInput
-from regress.failures import FailureClass, Generation, classify
-from regress.generation import GenerationSettings, parse_gen_kwargs, read_answer
-from regress.passk import majority, pass_at_k, repeat_aggregate, sample_metrics
-from regress.requests import GenerateRequest, GenerateResult
-from regress.stats import paired_mean_test
+from regress.core.errors import BadInput
+from regress.core.requests import GenerateRequest, GenerateResult
+from regress.gate.stats import paired_mean_test
+from regress.run.engine import TaskSpec, evaluate
+from regress.run.failures import FailureClass, Generation, classify
+from regress.run.generation import GenerationSettings, parse_gen_kwargs, read_answer
+from regress.run.passk import majority, pass_at_k, repeat_aggregate, sample_metrics
 from regress.tasks import DataSource, get_tasks
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from regress.backends.llama_cpp import LlamaCppBackend
-from regress.engine import TaskSpec, evaluate
-from regress.generation import GenerationSettings
-from regress.passk import pass_at_k
-from regress.requests import GenerateRequest
+from regress.core.requests import GenerateRequest
+from regress.run.engine import TaskSpec, evaluate
+from regress.run.generation import GenerationSettings
+from regress.run.passk import pass_at_k
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN
 

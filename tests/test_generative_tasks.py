@@ -6,18 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from regress import sandbox
 from regress.backends import load_backend
-from regress.engine import TaskSpec, evaluate
-from regress.errors import BadInput, RunFailed
-from regress.requests import GenerateResult
-from regress.sandbox import SandboxLimits, run_python
+from regress.core.errors import BadInput, RunFailed
+from regress.core.requests import GenerateResult
+from regress.run.engine import TaskSpec, evaluate
 from regress.tasks import DataSource, get_tasks
 from regress.tasks import python_functions as pf
 from regress.tasks.constrained_writing import judge as judge_writing
 from regress.tasks.generative import read_items
 from regress.tasks.json_extraction import judge as judge_json
-from regress.validators import extract_json, parse_validator
+from regress.tasks.scoring import sandbox
+from regress.tasks.scoring.sandbox import SandboxLimits, run_python
+from regress.tasks.scoring.validators import extract_json, parse_validator
 
 NAMES = ["json_extraction", "constrained_writing", "python_functions"]
 
@@ -100,6 +100,7 @@ def test_bad_task_files_are_bad_input(tmp_path: Path) -> None:
         task.examples(DataSource(), 3)
 
 
+@pytest.mark.model
 def test_real_model_records_match_revalidated_generations() -> None:
     """SmolLM2 greedy, 3 items per set: each record's verdict equals validating the
     generated text again here, with the validators and sandbox called directly."""

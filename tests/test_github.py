@@ -1,4 +1,4 @@
-"""regress.github: step summary, outputs, event parsing, and the PR comment upsert.
+"""regress.report.github: step summary, outputs, event parsing, and the PR comment upsert.
 
 The comment upsert runs against a small GitHub stand-in on 127.0.0.1 (ephemeral port).
 """
@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from regress.errors import BadInput, RunFailed
-from regress.github import (
+from regress.core.errors import BadInput, RunFailed
+from regress.report.github import (
     DEFAULT_MARKER,
     CommentAction,
     FailOn,
@@ -445,7 +445,7 @@ def test_protected_changes_and_the_report_note(tmp_path: Path) -> None:
     text = report.read_text()
     assert text.startswith("## regress: ✅ PASS (1 unit)\n\n> [!WARNING]\n")
     assert "`baselines/main/manifest.json`, `baselines/main/records/arc_easy.jsonl`, " in text
-    assert text.endswith("README: protected setup).\n\ntable\n")
+    assert text.endswith('(docs/ci.md, "Protected setup").\n\ntable\n')
     report.write_text("## regress: ✅ PASS\n")
     done = _run([*args, "--protected", "other/"], {})
     assert done.returncode == 0 and report.read_text() == "## regress: ✅ PASS\n"
@@ -469,7 +469,7 @@ def test_upsert_unreachable_server() -> None:
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     return subprocess.run(
-        [sys.executable, "-m", "regress.github", *args],
+        [sys.executable, "-m", "regress.report.github", *args],
         env={**clean, **env},
         cwd=ROOT,
         capture_output=True,
@@ -509,7 +509,7 @@ def test_cli_missing_environment_is_one_line_exit_2(tmp_path: Path) -> None:
     done = _run(["summary", str(tmp_path / "r.md")], env)
     assert done.returncode == 2
     assert done.stderr == (
-        "regress.github summary: error: $GITHUB_STEP_SUMMARY is not set: "
+        "regress.report.github summary: error: $GITHUB_STEP_SUMMARY is not set: "
         "run this inside GitHub Actions or set it\n"
     )
 

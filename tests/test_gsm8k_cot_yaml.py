@@ -22,8 +22,8 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.tasks._yaml_loader import load_yaml
 
 from regress.backends.llama_cpp import LlamaCppBackend
-from regress.engine import TaskSpec, evaluate
-from regress.requests import GenerateRequest, GenerateResult
+from regress.core.requests import GenerateRequest, GenerateResult
+from regress.run.engine import TaskSpec, evaluate
 from regress.tasks import DataSource, gsm8k
 from regress.tasks.catalog import load_catalog
 

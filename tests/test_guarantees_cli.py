@@ -21,9 +21,9 @@ from conftest import REPO
 from test_store import make_manifest, make_records
 
 from regress.cli import cli
-from regress.errors import ExitCode
-from regress.manifest import Run
-from regress.store import write_run
+from regress.core.errors import ExitCode
+from regress.core.manifest import Run
+from regress.core.store import write_run
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -125,6 +125,7 @@ def test_list_says_what_it_found(tmp_path: Path, store: Path) -> None:
 # --- 9: crash leftovers ---------------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_list_ignores_crash_leftovers(store: Path) -> None:
     shutil.copytree(store / "main", store / ".main.tmp-x1y2z3")
     shutil.copytree(store / "main", store / ".main.old")
@@ -173,12 +174,14 @@ def flip_correct(path: Path, count: int) -> None:
     path.write_text("".join(lines))
 
 
+@pytest.mark.model
 def test_committed_baseline_verifies() -> None:
     code, text = run("baseline", "verify", "main", "--store", str(REPO / "baselines"))
     assert code == 0, text
     assert "baseline 'main' ok: 5 tasks, 500 records, model sha256 ok" in text
 
 
+@pytest.mark.model
 def test_flipped_records_fail_verify_and_check(store: Path) -> None:
     records = store / "main" / "records" / "builtin_dates.jsonl"
     flip_correct(records, 10)
@@ -219,6 +222,7 @@ def nan_model(src: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("command", ["create", "eval"])
 def test_nan_model_run_is_refused_and_not_stored(
     tmp_path: Path, smollm2_path: Path, command: str
@@ -235,6 +239,7 @@ def test_nan_model_run_is_refused_and_not_stored(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nan.gguf"]
 
 
+@pytest.mark.model
 def test_run_with_failed_examples_is_refused_and_not_stored(tmp_path: Path, data_dir: Path) -> None:
     # In a 16-token context no GSM8K prompt leaves room to generate: every example fails.
     code, text = run(
@@ -250,6 +255,7 @@ def test_run_with_failed_examples_is_refused_and_not_stored(tmp_path: Path, data
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.model
 def test_suite_selecting_no_examples_is_refused(tmp_path: Path) -> None:
     suite = tmp_path / "s.yaml"
     suite.write_text("name: none\ntasks:\n  - {task: builtin_dates, docs: [999999]}\n")
@@ -264,6 +270,7 @@ def test_suite_selecting_no_examples_is_refused(tmp_path: Path) -> None:
 # --- 14: quantize writes a file others can read ---------------------------------------------------
 
 
+@pytest.mark.model
 def test_quantized_file_mode_follows_the_umask(tmp_path: Path, smollm2_path: Path) -> None:
     old = os.umask(0o022)
     try:
@@ -278,6 +285,7 @@ def test_quantized_file_mode_follows_the_umask(tmp_path: Path, smollm2_path: Pat
 # --- 4: places that cannot take a cache or a report ----------------------------------------------
 
 
+@pytest.mark.model  # resolves a packaged model
 @pytest.mark.parametrize("kind", ["a file", "a corrupt database"])
 def test_cache_dir_that_cannot_hold_a_cache(
     tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch

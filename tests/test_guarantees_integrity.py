@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 from test_store import make_manifest, make_records
 
-from regress.errors import BadInput, ExitCode, RunFailed
-from regress.integrity import check_fit_to_store, record_problems
-from regress.manifest import Run
-from regress.records import Status
+from regress.core.errors import BadInput, ExitCode, RunFailed
+from regress.core.manifest import Run
+from regress.core.records import Status
+from regress.gate.integrity import check_fit_to_store, record_problems
 
 
 def run_of(records: dict[str, list], shard: str | None = None) -> Run:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from test_store import make_run
 
-from regress import store as store_module
-from regress.errors import RunFailed
-from regress.store import Store, read_run, write_run
+from regress.core import store as store_module
+from regress.core.errors import RunFailed
+from regress.core.store import Store, read_run, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ WRITER = """
 import sys
 sys.path.insert(0, sys.argv[4])
 from test_store import make_run
-from regress.store import Store
+from regress.core.store import Store
 store, acc, times = Store(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for _ in range(times):
     store.save(make_run(n=2000, acc=acc))
@@ -36,7 +36,7 @@ for _ in range(times):
 READER = """
 import sys
 sys.path.insert(0, sys.argv[3])
-from regress.store import Store
+from regress.core.store import Store
 for _ in range(int(sys.argv[2])):
     run = Store(sys.argv[1]).load("main")
     values = {r.correct for r in run.records["arc_easy"]}

@@ -10,11 +10,11 @@ import yaml
 from click.testing import CliRunner
 from conftest import REPO
 
-from regress import safe_yaml
 from regress.cli import cli
-from regress.config import load_suite
-from regress.errors import BadInput, ExitCode
-from regress.policy import load_policy
+from regress.core import safe_yaml
+from regress.core.errors import BadInput, ExitCode
+from regress.gate.policy import load_policy
+from regress.run.suite import load_suite
 
 # 298 bytes whose aliases stand for 9**9 (387 million) strings.
 BOMB = "".join(

@@ -11,7 +11,7 @@ from conftest import REPO
 def test_ruff_check_and_format():
     for args in (["check"], ["format", "--check"]):
         result = subprocess.run(
-            [sys.executable, "-m", "ruff", *args, "regress", "tests", "bench"],
+            [sys.executable, "-m", "ruff", *args, "regress", "tests", "experiments", "scripts"],
             cwd=REPO,
             capture_output=True,
             text=True,

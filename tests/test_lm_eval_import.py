@@ -22,9 +22,9 @@ from click.testing import CliRunner
 
 from regress.backends.hf import _model_folder
 from regress.cli import cli
-from regress.errors import BadInput, ExitCode
-from regress.lm_eval_import import canonical_doc, find_lm_eval_files, read_lm_eval_run
-from regress.store import read_run
+from regress.core.errors import BadInput, ExitCode
+from regress.core.store import read_run
+from regress.run.lm_eval_import import canonical_doc, find_lm_eval_files, read_lm_eval_run
 from regress.tasks import get_tasks, resolve_source
 from regress.tasks.base import doc_hash
 

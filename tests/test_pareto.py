@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from regress.errors import BadInput
-from regress.pareto import (
+from regress.core.errors import BadInput
+from regress.sweep.pareto import (
     Direction,
     Judgement,
     default_reference,

@@ -2,11 +2,11 @@
 
 import pytest
 
-from regress.errors import BadInput, ExitCode
-from regress.policy import Inconclusive, Policy, UnitPolicy, load_policy, parse_policy
-from regress.rules import Rule
-from regress.stats import Correction
-from regress.stats import Test as McNemar
+from regress.core.errors import BadInput, ExitCode
+from regress.gate.policy import Inconclusive, Policy, UnitPolicy, load_policy, parse_policy
+from regress.gate.rules import Rule
+from regress.gate.stats import Correction
+from regress.gate.stats import Test as McNemar
 
 FULL = """\
 alpha: 0.01

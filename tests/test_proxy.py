@@ -12,21 +12,21 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from regress.compare import compare
-from regress.comparison import Verdict
-from regress.drift import drift_report
-from regress.drift import parse_age as age
-from regress.engine import digest
-from regress.errors import BadInput
-from regress.fingerprint import RuntimeFingerprint
-from regress.flip_rates import DEFAULT, load_calibration
-from regress.manifest import Manifest, ModelInfo, Run, TaskInfo
-from regress.policy import Policy
-from regress.proxy import ProxyOptions, build_proxy
-from regress.records import Record
-from regress.rules import Rule
-from regress.selftest import SelftestOptions, judge_counts, overall_verdicts, unit_groups
-from regress.store import Store
+from regress.core.errors import BadInput
+from regress.core.fingerprint import RuntimeFingerprint
+from regress.core.hashes import digest
+from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
+from regress.core.records import Record
+from regress.core.store import Store
+from regress.gate.compare import compare
+from regress.gate.drift import drift_report
+from regress.gate.drift import parse_age as age
+from regress.gate.policy import Policy
+from regress.gate.results import Verdict
+from regress.gate.rules import Rule
+from regress.proxy.build import ProxyOptions, build_proxy
+from regress.proxy.flip_rates import DEFAULT, load_calibration
+from regress.proxy.selftest import SelftestOptions, judge_counts, overall_verdicts, unit_groups
 
 
 def _record(task: str, doc: int, margin: float, right: bool) -> Record:
@@ -215,7 +215,7 @@ def test_selftest_judges_simulated_counts_as_compare_judges_records(parent, prox
 
 def _group_counts(baseline: Run, candidate: Run, groups, unit: str, proxied: bool):
     """Per-group b and c of a candidate, grouped as selftest groups the baseline."""
-    from regress.flip_rates import BINS, margin_ranks
+    from regress.proxy.flip_rates import BINS, margin_ranks
 
     after = {r.doc_id: r.correct for r in candidate.records[unit]}
     size = len(groups.right)
@@ -268,7 +268,7 @@ def test_calibrate_measures_flip_rates_by_margin_decile_and_build_uses_them(pare
     from click.testing import CliRunner
 
     from regress.cli import cli
-    from regress.store import write_run
+    from regress.core.store import write_run
 
     Store(tmp_path / "b").save(parent)
     # Flip exactly the least sure tenth of arc_easy: the calibration must see only decile 0.

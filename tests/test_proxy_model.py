@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 import regress
 from regress.cli import cli
-from regress.config import inline_suite
-from regress.manifest import Run
-from regress.proxy import ProxyOptions, build_proxy
-from regress.store import Store
+from regress.core.manifest import Run
+from regress.core.store import Store
+from regress.proxy.build import ProxyOptions, build_proxy
+from regress.run.suite import inline_suite
 from regress.tasks.base import DataSource
 
 PARENT_N = 40

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from regress.errors import BadInput
-from regress.recommend import (
+from regress.core.errors import BadInput
+from regress.sweep.recommend import (
     Limits,
     Option,
     Prefer,
@@ -115,7 +115,7 @@ def test_latency_text() -> None:
 
 
 def test_paired_accuracy_p_has_the_right_direction() -> None:
-    from regress.frontier import paired_accuracy_p
+    from regress.sweep.frontier import paired_accuracy_p
 
     # The second is right on 12 examples the first gets wrong, and wrong on 1 it gets right.
     outcomes = [(False, True)] * 12 + [(True, False)] + [(True, True)] * 30 + [(False, False)] * 7

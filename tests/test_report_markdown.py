@@ -4,7 +4,11 @@ import dataclasses
 import json
 import math
 
-from regress.comparison import (
+from conftest import REPO
+
+from regress.core.errors import ExitCode
+from regress.gate.policy import Policy, UnitPolicy
+from regress.gate.results import (
     Comparison,
     Fingerprint,
     Flip,
@@ -13,11 +17,9 @@ from regress.comparison import (
     UnitResult,
     Verdict,
 )
-from regress.errors import ExitCode
-from regress.policy import Policy, UnitPolicy
+from regress.gate.rules import Rule
 from regress.report.json_report import render_json
 from regress.report.markdown import MARKER, render_markdown
-from regress.rules import Rule
 
 
 def unit(name, **fields):
@@ -198,7 +200,7 @@ INCONCLUSIVE |
 
 p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true drop \
 (perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
-spread.
+spread. What each verdict means: docs/gate.md, "What the verdicts mean".
 
 ### Notes
 
@@ -266,6 +268,14 @@ def without_models(text):
 
 def test_markdown_is_exactly_the_expected_report():
     assert without_models(render_markdown(COMPARISON)) == EXPECTED
+
+
+def test_the_report_links_the_page_that_explains_its_verdicts():
+    url = "https://github.com/o/regress/blob/v1/docs"
+    text = render_markdown(COMPARISON, docs_url=url + "/")
+    assert f"[What the verdicts mean]({url}/gate.md#what-the-verdicts-mean)" in text
+    anchors = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
+    assert "\n## What the verdicts mean\n" in anchors
 
 
 def test_pass_headline_and_no_failures():

@@ -13,9 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from regress import sandbox
-from regress.errors import BadInput, RunFailed
-from regress.sandbox import LAYERS, Outcome, SandboxLimits, run_python
+from regress.core.errors import BadInput, RunFailed
+from regress.tasks.scoring import sandbox
+from regress.tasks.scoring.sandbox import LAYERS, Outcome, SandboxLimits, run_python
 
 LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=2)
 

@@ -12,11 +12,17 @@ from scipy import optimize
 from scipy.stats import binomtest, norm, ttest_1samp
 from statsmodels.stats.contingency_tables import mcnemar
 
-from regress import operating
-from regress.operating import null_rates, operating_table, render_null_rates, render_table, verdicts
-from regress.planning import accuracy_mde, accuracy_n, accuracy_power, shift_mde, shift_n
-from regress.rules import Rule, inconclusive, regression
-from regress.stats import (
+from regress.gate import operating
+from regress.gate.operating import (
+    null_rates,
+    operating_table,
+    render_null_rates,
+    render_table,
+    verdicts,
+)
+from regress.gate.power import accuracy_mde, accuracy_n, accuracy_power, shift_mde, shift_n
+from regress.gate.rules import Rule, inconclusive, regression
+from regress.gate.stats import (
     Correction,
     adjust_pvalues,
     choice_kl,
@@ -32,7 +38,7 @@ from regress.stats import (
 )
 
 # Imported under another name: pytest would try to collect a class called Test*.
-from regress.stats import Test as McNemar
+from regress.gate.stats import Test as McNemar
 
 COUNTS = [(28, 19), (10, 2), (5, 5), (3, 9), (1, 0), (140, 101)]
 
@@ -197,7 +203,7 @@ def test_margin_pvalue_without_any_flip_is_no_evidence():
     assert tango_score(0.0, 0, 0, 300) == 0.0
 
 
-# The rules' operating characteristics (regress.operating): exact, and what README shows.
+# The rules' operating characteristics (regress.gate.operating): exact, and what docs/gate.md shows.
 
 
 @pytest.fixture(scope="module")
@@ -270,10 +276,11 @@ def test_holm_for_many_runs_is_statsmodels_holm():
     assert holm_rows(pvalues) == pytest.approx(np.array(expected))
 
 
-def test_readme_shows_the_operating_characteristics_the_code_computes(table):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert render_table(table) in readme, "regenerate with: python -m regress.operating"
-    assert render_null_rates(null_rates()) in readme, "regenerate with: python -m regress.operating"
+def test_the_docs_show_the_operating_characteristics_the_code_computes(table):
+    page = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
+    regenerate = "regenerate with: python -m regress.gate.operating"
+    assert render_table(table) in page, regenerate
+    assert render_null_rates(null_rates()) in page, regenerate
 
 
 # Planning: the minimum detectable effect and the n that would decide, for each rule.

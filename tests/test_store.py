@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-from regress.errors import BadInput, RunFailed
-from regress.manifest import Manifest, Run
-from regress.records import Record, Status
-from regress.store import Store, read_run, validate_name, write_run
+from regress.core.errors import BadInput, RunFailed
+from regress.core.manifest import Manifest, Run
+from regress.core.records import Record, Status
+from regress.core.store import Store, read_run, validate_name, write_run
 
 
 def make_manifest(name: str = "main", tasks: dict[str, int] | None = None) -> Manifest:
@@ -99,7 +99,7 @@ def test_failed_write_keeps_previous_baseline(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("regress.store.os.rename", boom)
+    monkeypatch.setattr("regress.core.store.os.rename", boom)
     with pytest.raises(RunFailed, match="cannot write .*main: disk full"):
         store.save(make_run(acc=0))
     monkeypatch.undo()

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from regress.config import inline_suite
-from regress.errors import BadInput
-from regress.quantize import QuantSettings, weights_sha256
-from regress.sweep import SweepOptions, config_space, load_config_space, parse_types
-from regress.sweep_results import (
+from regress.core.errors import BadInput
+from regress.run.suite import inline_suite
+from regress.sweep.quantize import QuantSettings, weights_sha256
+from regress.sweep.results import (
     ConfigResult,
     Speed,
     TaskScore,
@@ -23,7 +22,8 @@ from regress.sweep_results import (
     result_to_dict,
     slug,
 )
-from regress.token_kld import Divergence, TokenValues, compare_rows, summarize
+from regress.sweep.run import SweepOptions, config_space, load_config_space, parse_types
+from regress.sweep.token_kld import Divergence, TokenValues, compare_rows, summarize
 
 
 def test_config_space_is_the_product_of_its_lists() -> None:
@@ -54,6 +54,7 @@ def test_config_space_refuses_what_it_does_not_know(tmp_path: Path) -> None:
     assert [c.name for c in load_config_space(bad)] == ["Q8_0+pure", "Q4_0+pure"]
 
 
+@pytest.mark.model
 def test_options_are_checked_before_any_work(tmp_path: Path) -> None:
     suite = inline_suite("arc_easy", limit=5)
     with pytest.raises(BadInput, match="unknown quantization"):
@@ -161,7 +162,7 @@ def test_weights_hash_ignores_the_header_and_sees_the_tensors(tmp_path: Path) ->
 
 
 def test_kld_cannot_rank_near_lossless_configurations() -> None:
-    from regress.frontier import _kld_warnings
+    from regress.sweep.frontier import _kld_warnings
 
     def with_kld(name: str, kld: float) -> ConfigResult:
         r = _result(name)
@@ -187,10 +188,10 @@ def test_kld_cannot_rank_near_lossless_configurations() -> None:
 
 
 def test_the_sweep_table_renders_exactly() -> None:
-    from regress.frontier import Frontier
-    from regress.pareto import Direction, Objective, Standing
     from regress.report.sweep_markdown import sweep_table
-    from regress.sweep_results import SweepResults
+    from regress.sweep.frontier import Frontier
+    from regress.sweep.pareto import Direction, Objective, Standing
+    from regress.sweep.results import SweepResults
 
     base = _result("Q4_0")
     same = dataclasses.replace(base, name="Q4_0+pure", identical_to="Q4_0")
@@ -222,7 +223,7 @@ def test_the_sweep_table_renders_exactly() -> None:
 def test_accuracy_from_different_scoring_code_is_named() -> None:
     from types import SimpleNamespace
 
-    from regress.frontier import _backend_warnings
+    from regress.sweep.frontier import _backend_warnings
 
     def run(params: dict[str, object]) -> SimpleNamespace:
         backend = SimpleNamespace(name="llama_cpp", version="0.3.36", params=params)

@@ -18,13 +18,13 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from regress.cli import cli
-from regress.config import inline_suite
-from regress.frontier import analyse
 from regress.report.html import figure_json, render_html
 from regress.report.sources import load_inputs
-from regress.sweep import SweepOptions, parse_types, run_sweep
+from regress.run.suite import inline_suite
+from regress.sweep.frontier import analyse
+from regress.sweep.run import SweepOptions, parse_types, run_sweep
+from regress.sweep.token_kld import DivergenceOptions
 from regress.tasks.base import DataSource
-from regress.token_kld import DivergenceOptions
 
 TYPES = "Q8_0,Q2_K,Q3_K_S"
 # Tiny on purpose: 3 ARC-Easy questions, one 64-token WikiText-2 chunk, pp16/tg4 twice.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from regress.errors import BadInput, ExitCode
+from regress.core.errors import BadInput, ExitCode
 from regress.tasks import DataSource, get_tasks, resolve_source
 
 

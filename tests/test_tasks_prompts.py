@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from regress.errors import BadInput
-from regress.requests import GenerateRequest, LoglikelihoodRequest
+from regress.core.errors import BadInput
+from regress.core.requests import GenerateRequest, LoglikelihoodRequest
 from regress.tasks import DataSource, doc_hash, get_tasks, gsm8k
 from regress.tasks.fewshot import FewshotSampler, render_context
 from regress.tasks.hellaswag import preprocess, process_original, rebuild_query

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, resolve_source, task_groups
 from regress.tasks.mmlu import SUBJECTS
 

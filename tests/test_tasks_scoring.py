@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from regress.requests import GenerateResult, LoglikelihoodResult, RollingResult
+from regress.core.requests import GenerateResult, LoglikelihoodResult, RollingResult
 from regress.tasks import get_tasks, group_aggregate
 from regress.tasks.base import Example, Scored
 from regress.tasks.gsm8k import FLEXIBLE, STRICT, extract, normalize

@@ -16,13 +16,18 @@ from pathlib import Path
 import pytest
 
 from regress.cli.common import task_catalog
-from regress.config import load_suite
-from regress.errors import BadInput
-from regress.requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingResult
-from regress.runner import suite_specs
-from regress.task_listing import ListOptions, list_tasks
+from regress.core.errors import BadInput
+from regress.core.requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodResult,
+    RollingResult,
+)
+from regress.run.runner import suite_specs
+from regress.run.suite import load_suite
 from regress.tasks import DataSource
 from regress.tasks.catalog import load_catalog
+from regress.tasks.listing import ListOptions, list_tasks
 from regress.tasks.yaml_task import exact_match, f1, mcc
 
 DOCS = [

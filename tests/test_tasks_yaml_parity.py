@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from regress.backends import load_backend
-from regress.engine import TaskSpec, digest, evaluate
-from regress.requests import request_hash
+from regress.core.hashes import digest
+from regress.core.requests import request_hash
+from regress.run.engine import TaskSpec, evaluate
 from regress.tasks import DataSource, arc, boolq, doc_hash, get_tasks, mmlu, piqa
 from regress.tasks.catalog import TaskCatalog, load_catalog
 from regress.tasks.loaders import Doc
@@ -143,6 +144,7 @@ def test_mmlu_shots_differ_from_zero_shot(catalog: TaskCatalog, source: DataSour
     ) == (1, 6)
 
 
+@pytest.mark.model
 def test_lm_eval_yaml_scores_like_the_builtin_tasks_on_the_real_model(
     catalog: TaskCatalog, source: DataSource, smollm2_path: Path
 ) -> None:

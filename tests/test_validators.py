@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from regress.errors import BadInput
-from regress.validators import extract_json, load_validators, parse_validator
+from regress.core.errors import BadInput
+from regress.tasks.scoring.validators import extract_json, load_validators, parse_validator
 
 SCHEMA = {
     "type": "object",

@@ -165,7 +165,7 @@ def test_commenter_is_fork_safe() -> None:
     # The untrusted artifact lands outside the checkout, so it cannot replace trusted code.
     assert download["with"]["path"].startswith("${{ runner.temp }}")
     (post,) = [s for s in all_steps(wf) if "run" in s]
-    assert "python -m regress.github comment" in post["run"]
+    assert "python -m regress.report.github comment" in post["run"]
     assert "--head-sha" in post["run"] and "--pr-file" in post["run"]
     assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
 

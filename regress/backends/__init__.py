@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from regress.backends.base import Backend, Progress
-from regress.errors import BadInput
-from regress.requests import AnyResult, Request
+from regress.core.errors import BadInput
+from regress.core.requests import AnyResult, Request
 
 # name -> "module:factory"; the module is imported only when the backend is used.
 _FACTORIES: dict[str, str] = {
@@ -31,7 +31,7 @@ def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None
         raise BadInput(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
     module_name, attr = _FACTORIES[name].split(":")
     # llama.cpp's and torch's OpenMP workers spin while they wait for each other: beside one
-    # busy process on 2 cores that made a run 5-10x slower (bench/shared_cpu.py), and a
+    # busy process on 2 cores that made a run 5-10x slower (experiments/shared_cpu.py), and a
     # passive wait costs nothing on a quiet machine. libgomp reads this once, when it loads.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from regress.errors import BadInput
-from regress.fingerprint import RuntimeFingerprint
-from regress.requests import (
+from regress.core.errors import BadInput
+from regress.core.fingerprint import RuntimeFingerprint
+from regress.core.requests import (
     FailedResult,
     GenerateRequest,
     GenerateResult,

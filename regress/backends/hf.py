@@ -13,7 +13,7 @@ a k-shot prompt, MMLU's subject line, TruthfulQA's primer) is run once alone and
 key/value cache is shared by every request that starts with it; only the rest runs per
 request, padded to a multiple of `_SUFFIX_PAD_MULTIPLE`. The split pass sums in a different
 order from one full pass, so log-probs move in the fifth decimal (predictions still match
-lm-eval's, see bench/vs_lm_eval.py) and the setting is part of the fingerprint. Each
+lm-eval's, see experiments/vs_lm_eval.py) and the setting is part of the fingerprint. Each
 request's result still depends on nothing but the request itself. A context without a blank
 line runs whole: the choices of a 0-shot question share too little to pay for batches of two
 rows instead of length-sorted batches of many.
@@ -43,10 +43,10 @@ import transformers
 
 from regress.backends.base import Progress, setting
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
-from regress.errors import BadInput, RunFailed
-from regress.fingerprint import HardwarePath, RuntimeFingerprint, this_cpu
-from regress.models import cache_root, check_gguf, file_sha256, resolve_model_path
-from regress.requests import (
+from regress.backends.models import cache_root, check_gguf, file_sha256, resolve_model_path
+from regress.core.errors import BadInput, RunFailed
+from regress.core.fingerprint import HardwarePath, RuntimeFingerprint, this_cpu
+from regress.core.requests import (
     FailedResult,
     GenerateRequest,
     GenerateResult,

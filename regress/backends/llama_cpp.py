@@ -28,16 +28,16 @@ import numpy as np
 
 from regress.backends.base import Progress, setting
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
-from regress.errors import BadInput, RunFailed
-from regress.fingerprint import (
+from regress.backends.models import check_gguf, model_info, resolve_model_path
+from regress.core.errors import BadInput, RunFailed
+from regress.core.fingerprint import (
     HardwarePath,
     RuntimeFingerprint,
     default_threads,
     llama_kernels,
     this_cpu,
 )
-from regress.models import check_gguf, model_info, resolve_model_path
-from regress.requests import (
+from regress.core.requests import (
     FailedResult,
     GenerateRequest,
     GenerateResult,

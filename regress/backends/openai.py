@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 import httpx
 
 from regress.backends.base import Progress, setting
-from regress.errors import BadInput, RunFailed
-from regress.fingerprint import HardwarePath, RuntimeFingerprint
-from regress.requests import (
+from regress.core.errors import BadInput, RunFailed
+from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.core.requests import (
     FailedResult,
     Finish,
     GenerateRequest,

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from regress.backends.models import model_info
+from regress.bench.choose import Contender
 from regress.bench.run import BenchOptions, ModelBench, bench_model
-from regress.choose import Contender
-from regress.manifest import Run
-from regress.models import model_info
-from regress.runner import RunPlan, execute
-from regress.summaries import AccuracyRun, BenchModel, accuracy_run
+from regress.bench.summaries import AccuracyRun, BenchModel, accuracy_run
+from regress.core.manifest import Run
+from regress.run.runner import RunPlan, execute
 
 
 @dataclass(frozen=True)

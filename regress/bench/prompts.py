@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 
 _PASSAGE = (
     "The river rises in a ring of low hills where three springs meet in a marsh. For its "

@@ -15,16 +15,16 @@ import psutil
 
 from regress import __version__
 from regress.backends import load_backend
+from regress.backends.models import model_info
 from regress.bench.latency import LatencyResult, latency_bench
 from regress.bench.micro import micro_bench
 from regress.bench.prompts import BUILTIN_PROMPTS
 from regress.bench.resources import Resources, ResourceSampler
 from regress.bench.serving import ServingLevel, ServingOptions, run_serving
 from regress.bench.summary import RateStat
-from regress.errors import BadInput
-from regress.fingerprint import HardwarePath, RuntimeFingerprint
-from regress.manifest import ModelInfo
-from regress.models import model_info
+from regress.core.errors import BadInput
+from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.core.manifest import ModelInfo
 
 SCHEMA = "regress-bench/1"
 TIMED_BACKENDS = ("llama_cpp", "hf")

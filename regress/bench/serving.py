@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from regress.bench.latency import LatencyResult, RequestTiming, summarise
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 
 _SLO_KEYS = ("ttft", "tpot", "e2el")
 

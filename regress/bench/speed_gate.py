@@ -27,14 +27,14 @@ from enum import StrEnum
 from typing import Any
 
 from regress.backends import load_backend
+from regress.backends.models import model_info
 from regress.bench.latency import time_request
 from regress.bench.prompts import BUILTIN_PROMPTS
 from regress.bench.run import TIMED_BACKENDS
 from regress.bench.shift import Shift, paired_shift
-from regress.errors import BadInput
-from regress.fingerprint import RuntimeFingerprint
-from regress.manifest import ModelInfo
-from regress.models import model_info
+from regress.core.errors import BadInput
+from regress.core.fingerprint import RuntimeFingerprint
+from regress.core.manifest import ModelInfo
 
 
 class SpeedVerdict(StrEnum):

@@ -1,31 +1,123 @@
-"""The `regress` command line: a thin click group, one module per command."""
+"""The `regress` command line: a thin click group, one module per command.
+
+A command's module is imported only when that command runs (or shows its own help), so
+`regress --help` loads neither numpy, scipy nor a backend. The group lists each command with
+the summary kept here; a test checks each one against the command's own docstring.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import click
 
 from regress import __version__
-from regress.cli.baseline import baseline
-from regress.cli.bench import bench
-from regress.cli.check import check
-from regress.cli.choose import compare_models
-from regress.cli.drift import drift
-from regress.cli.eval import eval_command
-from regress.cli.merge import merge
-from regress.cli.models import models
-from regress.cli.plan import plan
-from regress.cli.proxy import proxy
-from regress.cli.quantize import quantize
-from regress.cli.recommend import recommend_command
-from regress.cli.report import report
-from regress.cli.selftest import selftest_command
-from regress.cli.sweep import sweep
-from regress.cli.tasks import tasks_command
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "baseline": (
+        "regress.cli.baseline:baseline",
+        "Manage the baseline store (baselines/<name>/, meant to be committed).",
+    ),
+    "bench": (
+        "regress.cli.bench:bench",
+        "Measure speed and resources: llama-bench's pp/tg rates, vLLM's request latencies "
+        "(TTFT, TPOT, ITL, E2EL), peak RSS and CPU sampled every 10 ms, GPU through NVML.",
+    ),
+    "check": ("regress.cli.check:check", "Gate a candidate MODEL against a stored baseline."),
+    "compare": (
+        "regress.cli.compare_models:compare_models",
+        "Put models side by side (accuracy, generation and prompt speed, TTFT, peak memory) "
+        "and recommend one under constraints, saying why (or why none fits).",
+    ),
+    "drift": (
+        "regress.cli.drift:drift",
+        "Check that a pinned model still gives its baseline's answers with today's runtime.",
+    ),
+    "eval": (
+        "regress.cli.eval:eval_command",
+        "Evaluate MODEL on tasks, lm-evaluation-harness style.",
+    ),
+    "merge": (
+        "regress.cli.merge:merge",
+        "Join the runs of `--shard i/n` into one, deterministically.",
+    ),
+    "models": (
+        "regress.cli.models:models",
+        "List packaged models, or describe the given .gguf files, from their GGUF headers.",
+    ),
+    "plan": (
+        "regress.cli.plan:plan",
+        "Print the n a gate needs for a drop, or a baseline's MDE and n per unit.",
+    ),
+    "proxy": (
+        "regress.cli.proxy:proxy",
+        "Proxy baselines: a few examples chosen by margin that estimate a full suite.",
+    ),
+    "quantize": (
+        "regress.cli.quantize:quantize",
+        "Quantize SRC (a .gguf path or packaged model name) to another type.",
+    ),
+    "recommend": (
+        "regress.cli.recommend:recommend_command",
+        "The sweep's table and Pareto front, then the best configuration meeting the limits, "
+        "why, and what relaxing each limit would buy.",
+    ),
+    "report": (
+        "regress.cli.report:report",
+        "Write one HTML page (opens offline) from stored runs, gate JSON reports "
+        "(`check --report-json`), bench JSON files (`bench -o FILE.json`) and sweep folders "
+        "(`regress sweep -o DIR`: their table and three trade-off charts).",
+    ),
+    "selftest": (
+        "regress.cli.selftest:selftest_command",
+        "Simulate candidates from a baseline's own records: P(verdict) by injected drop, MDE.",
+    ),
+    "sweep": (
+        "regress.cli.sweep:sweep",
+        "Quantize MODEL into each configuration and measure it against MODEL: accuracy per "
+        "task (paired test), WikiText-2 perplexity, KL divergence and same top token, pp/tg "
+        "speed and peak RSS. Resumable: run the same command again after a kill (or "
+        "--stop-after N).",
+    ),
+    "tasks": (
+        "regress.cli.tasks:tasks_command",
+        "List tasks (all, or the NAMES given: tasks or groups) and what each one is.",
+    ),
+}
+"""Command name -> ("module:attribute" of its click command, the first paragraph of its help)."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def _summary(name: str) -> click.Command:
+    """A stand-in command holding only the summary, for the group's listing."""
+    return click.Command(name, help=COMMANDS[name][1])
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[cmd_name][0].split(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own listing, fed by the summaries above instead of importing every command.
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, _summary(name).get_short_help_str(limit)) for name in COMMANDS]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="regress")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 def cli(debug: bool) -> None:
@@ -39,27 +131,6 @@ def cli(debug: bool) -> None:
     """
     if debug:
         os.environ["REGRESS_DEBUG"] = "1"
-
-
-for command in (
-    eval_command,
-    baseline,
-    bench,
-    check,
-    compare_models,
-    drift,
-    merge,
-    models,
-    plan,
-    proxy,
-    quantize,
-    recommend_command,
-    selftest_command,
-    sweep,
-    report,
-    tasks_command,
-):
-    cli.add_command(command)
 
 
 def main() -> None:

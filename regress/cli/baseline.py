@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from regress.backends.models import file_sha256, resolve_model_path
 from regress.cli.common import (
     cache_folder,
     chosen_suite,
@@ -25,14 +26,13 @@ from regress.cli.common import (
     task_catalog,
     task_options,
 )
-from regress.engine import digest
-from regress.errors import BadInput
-from regress.generation import GenerationSettings
-from regress.integrity import check_fit_to_store, record_problems
-from regress.lm_eval_import import read_lm_eval_run
-from regress.models import file_sha256, resolve_model_path
-from regress.runner import RunPlan, suite_specs
-from regress.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.core.errors import BadInput
+from regress.core.hashes import task_hashes
+from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.gate.integrity import check_fit_to_store, record_problems
+from regress.run.generation import GenerationSettings
+from regress.run.lm_eval_import import read_lm_eval_run
+from regress.run.runner import RunPlan, suite_specs
 
 store_option = click.option(
     "--store",
@@ -214,9 +214,10 @@ def verify(name: str, store: Path) -> None:
             problems.append(
                 f"{task}: {len(inconsistent)} inconsistent record(s), first: {inconsistent[0][0]}"
             )
-        if digest([r.doc_hash for r in records]) != info.dataset_hash:
+        dataset_hash, prompt_hash = task_hashes(records)
+        if dataset_hash != info.dataset_hash:
             problems.append(f"{task}: dataset hash does not match its records")
-        if digest([r.prompt_hash for r in records]) != info.prompt_hash:
+        if prompt_hash != info.prompt_hash:
             problems.append(f"{task}: prompt hash does not match its records")
     model = run.manifest.model
     try:

@@ -21,8 +21,8 @@ from regress.cli.common import (
     stdout,
     write_report,
 )
-from regress.errors import BadInput, ExitCode
-from regress.policy import load_policy
+from regress.core.errors import BadInput, ExitCode
+from regress.gate.policy import load_policy
 
 if TYPE_CHECKING:
     from regress.bench.latency import LatencyResult

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,15 +27,15 @@ from regress.cli.common import (
     task_options,
     write_report,
 )
-from regress.comparison import Comparison
-from regress.gate import CandidateModel, CheckOptions, Rebaseline, candidate_plan
-from regress.gate import check as gate_check
-from regress.lm_eval_import import read_lm_eval_run
-from regress.manifest import Run
-from regress.policy import load_policy
+from regress.core.manifest import Run
+from regress.core.store import Store, check_replaceable, read_run, write_run
+from regress.gate.check import CandidateModel, CheckOptions, Rebaseline, candidate_plan
+from regress.gate.check import check as gate_check
+from regress.gate.policy import load_policy
+from regress.gate.results import Comparison
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
-from regress.store import Store, check_replaceable, read_run, write_run
+from regress.run.lm_eval_import import read_lm_eval_run
 
 
 @click.command()
@@ -198,7 +199,8 @@ def _check_files(
 
 def emit(result: Comparison, report_md: Path | None, report_json: Path | None) -> None:
     """Write the reports and print the Markdown summary to stdout."""
-    markdown = render_markdown(result)
+    # The Action sets REGRESS_DOCS_URL to its own version's docs, so the report links them.
+    markdown = render_markdown(result, docs_url=os.environ.get("REGRESS_DOCS_URL"))
     if report_md:
         write_report(report_md, markdown)
     if report_json:

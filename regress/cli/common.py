@@ -29,12 +29,12 @@ from rich.progress import (
 from rich.text import Text
 
 from regress.backends import BACKENDS, parse_model_args
-from regress.cache import default_cache_dir
-from regress.config import Suite, TaskEntry, inline_suite, load_suite
-from regress.engine import Shard
-from regress.errors import BadInput, ExitCode, RegressError
-from regress.generation import REASONING_CAPS, GenerationSettings, parse_gen_kwargs
-from regress.runner import Outcome, RunPlan, execute
+from regress.core.errors import BadInput, ExitCode, RegressError
+from regress.run.cache import default_cache_dir
+from regress.run.engine import Shard
+from regress.run.generation import REASONING_CAPS, GenerationSettings, parse_gen_kwargs
+from regress.run.runner import Outcome, RunPlan, execute
+from regress.run.suite import Suite, TaskEntry, inline_suite, load_suite
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
@@ -109,7 +109,7 @@ def model_options(func: F) -> F:
 
 
 def policy_option(help_text: str) -> Callable[[F], F]:
-    """--policy FILE (read by `regress.policy.load_policy`; default: the built-in policy)."""
+    """--policy FILE (read by `regress.gate.policy.load_policy`; default: the built-in policy)."""
     return click.option(
         "--policy", "policy_path", type=click.Path(path_type=Path), default=None, help=help_text
     )

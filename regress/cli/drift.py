@@ -20,10 +20,11 @@ from regress.cli.common import (
     task_options,
     write_report,
 )
-from regress.drift import parse_age, render_drift_json, render_drift_markdown
-from regress.gate import DriftOptions, check_drift
-from regress.policy import load_policy
-from regress.store import Store
+from regress.core.store import Store
+from regress.gate.check import DriftOptions, check_drift
+from regress.gate.drift import parse_age
+from regress.gate.policy import load_policy
+from regress.report.drift import render_drift_json, render_drift_markdown
 
 
 @click.command()

@@ -24,13 +24,13 @@ from regress.cli.common import (
     task_catalog,
     task_options,
 )
-from regress.cost import Prices, TaskCost, load_prices, run_costs
-from regress.engine import TaskRun
-from regress.generation import GenerationSettings
-from regress.integrity import check_fit_to_store
+from regress.core.store import check_replaceable, write_run
+from regress.gate.integrity import check_fit_to_store
 from regress.report.lm_eval import group_metrics, write_lm_eval
-from regress.runner import RunPlan, suite_specs
-from regress.store import check_replaceable, write_run
+from regress.run.cost import Prices, TaskCost, load_prices, run_costs
+from regress.run.engine import TaskRun
+from regress.run.generation import GenerationSettings
+from regress.run.runner import RunPlan, suite_specs
 
 
 @click.command("eval")

@@ -8,9 +8,9 @@ import click
 
 from regress.cli.baseline import store_option
 from regress.cli.common import command_line, handles_errors
-from regress.integrity import check_fit_to_store
-from regress.merge import merge_runs
-from regress.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.core.merge import merge_runs
+from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.gate.integrity import check_fit_to_store
 
 
 @click.command()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from regress.backends.models import PACKAGED, model_info
 from regress.cli.common import handles_errors, stdout
-from regress.errors import BadInput
-from regress.models import PACKAGED, model_info
+from regress.core.errors import BadInput
 
 
 @click.command()

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from regress.baseline_plan import FACTS_DISCORDANCE, UnitPlan, plan_baseline
 from regress.cli.common import handles_errors, policy_option
-from regress.planning import accuracy_n
-from regress.policy import load_policy
-from regress.rules import Rule
-from regress.store import Store
+from regress.core.store import Store
+from regress.gate.baseline_power import FACTS_DISCORDANCE, UnitPlan, plan_baseline
+from regress.gate.policy import load_policy
+from regress.gate.power import accuracy_n
+from regress.gate.rules import Rule
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 
@@ -43,7 +43,7 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
     type=click.Choice([r.value for r in Rule]),
     default=Rule.MARGIN.value,
     show_default=True,
-    help="Without --baseline: the decision rule (README, 'The gate').",
+    help="Without --baseline: the decision rule (docs/gate.md).",
 )
 @click.option("--alpha", type=FRACTION, default=0.05, show_default=True, help="False-alarm rate.")
 @click.option(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from regress.backends.models import resolve_model_path
 from regress.cli.common import handles_errors
-from regress.models import resolve_model_path
-from regress.quantize import quantize_file
+from regress.sweep.quantize import quantize_file
 
 
 @click.command()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from regress.choose import parse_bytes
+from regress.bench.choose import parse_bytes
 from regress.cli.common import handles_errors
-from regress.errors import BadInput
-from regress.recommend import Limits, Option, Prefer, parse_latency_ms, recommend, render
+from regress.core.errors import BadInput
+from regress.sweep.recommend import Limits, Option, Prefer, parse_latency_ms, recommend, render
 
 
 @click.command("recommend")
@@ -65,8 +65,8 @@ def recommend_command(
       regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 4GB
     """
     # pandas and scipy load only when the command runs, so `regress` starts fast.
-    from regress.frontier import DEFAULT_OBJECTIVES, accuracy_test, analyse, parse_objectives
     from regress.report.sweep_markdown import sweep_table
+    from regress.sweep.frontier import DEFAULT_OBJECTIVES, accuracy_test, analyse, parse_objectives
 
     if not 0 < alpha < 1:
         raise BadInput("--alpha must be in (0, 1)")

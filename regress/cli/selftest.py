@@ -1,4 +1,4 @@
-"""`regress selftest`: would this baseline's gate catch a drop of X? (regress.selftest)"""
+"""`regress selftest`: would this baseline's gate catch a drop of X? (regress.proxy.selftest)"""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from rich.table import Table
 from regress.cli.baseline import store_option
 from regress.cli.common import handles_errors, policy_option, stdout
 from regress.cli.proxy import calibration_option
-from regress.flip_rates import load_calibration
-from regress.policy import load_policy
-from regress.selftest import DROPS, SelftestOptions, SelftestResult, selftest_baseline
-from regress.stats import SEED
-from regress.store import Store
+from regress.core.store import Store
+from regress.gate.policy import load_policy
+from regress.gate.stats import SEED
+from regress.proxy.flip_rates import load_calibration
+from regress.proxy.selftest import DROPS, SelftestOptions, SelftestResult, selftest_baseline
 
 
 def _drops(_: click.Context, __: click.Parameter, text: str | None) -> tuple[float, ...]:

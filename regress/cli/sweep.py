@@ -9,7 +9,7 @@ import click
 
 from regress.cli.bench import require_extra
 from regress.cli.common import chosen_suite, data_options, data_source, handles_errors, stderr
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 
 
 @click.command()
@@ -75,8 +75,8 @@ def sweep(
       regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 1GB
     """
     require_extra("psutil")
-    from regress.sweep import SweepOptions, load_config_space, parse_types, run_sweep
-    from regress.token_kld import DivergenceOptions
+    from regress.sweep.run import SweepOptions, load_config_space, parse_types, run_sweep
+    from regress.sweep.token_kld import DivergenceOptions
 
     if (types is None) == (config_file is None):
         raise BadInput("give one of --types or --config")

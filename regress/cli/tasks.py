@@ -15,7 +15,7 @@ from regress.cli.common import (
     task_catalog,
     task_options,
 )
-from regress.task_listing import ListOptions, list_tasks
+from regress.tasks.listing import ListOptions, list_tasks
 
 
 @click.command("tasks")

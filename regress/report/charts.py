@@ -15,11 +15,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from regress.choice_calibration import BINS, reliability_diagram
-from regress.margins import record_margin
-from regress.pairing import pair_runs
+from regress.bench.summaries import AccuracyRun, BenchModel
+from regress.gate.choice_calibration import BINS, reliability_diagram
+from regress.gate.margins import record_margin
+from regress.gate.pairing import pair_runs
 from regress.report.sources import Inputs
-from regress.summaries import AccuracyRun, BenchModel
 
 CHARTS = (
     "accuracy_by_task",

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from regress.comparison import Comparison
+from regress.gate.results import Comparison
 
 
 def render_json(comparison: Comparison) -> str:

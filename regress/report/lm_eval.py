@@ -14,9 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from regress.engine import TaskRun
-from regress.errors import BadInput
-from regress.requests import (
+from regress.core.errors import BadInput
+from regress.core.requests import (
     AnyResult,
     FailedResult,
     GenerateRequest,
@@ -27,6 +26,7 @@ from regress.requests import (
     RollingLoglikelihoodRequest,
     RollingResult,
 )
+from regress.run.engine import TaskRun
 
 
 def _sha(text: str) -> str:

@@ -8,9 +8,10 @@ comment at 65,536 characters), the flips and then the subjects are cut first, ea
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from regress.comparison import (
+from regress.gate.results import (
     Comparison,
     Flip,
     HardwareAction,
@@ -18,7 +19,7 @@ from regress.comparison import (
     UnitResult,
     Verdict,
 )
-from regress.rules import Rule
+from regress.gate.rules import Rule
 
 MARKER = "<!-- regress-report -->"
 """Last line of every report: lets a CI step find and update its own earlier comment."""
@@ -41,16 +42,23 @@ OUTCOMES = {
 }
 
 
-def render_markdown(comparison: Comparison, max_bytes: int = 64_000) -> str:
-    """The report as Markdown, at most `max_bytes` UTF-8 bytes, ending with MARKER."""
+def render_markdown(
+    comparison: Comparison, max_bytes: int = 64_000, docs_url: str | None = None
+) -> str:
+    """The report as Markdown, at most `max_bytes` UTF-8 bytes, ending with MARKER.
+
+    `docs_url` is where regress's docs/ folder is published (the Action passes its own
+    version's); the report then links the pages that explain it, else it names them.
+    """
     flips, subjects = FLIPS_SHOWN, SUBJECTS_SHOWN
-    text = _render(comparison, flips, subjects)
+    docs = _Docs(docs_url)
+    text = _render(comparison, flips, subjects, docs)
     while _size(text) > max_bytes and (flips or subjects):
         if flips:
             flips //= 2
         else:
             subjects //= 2
-        text = _render(comparison, flips, subjects)
+        text = _render(comparison, flips, subjects, docs)
     if _size(text) <= max_bytes:
         return text
     return _cut(text, max_bytes)
@@ -73,12 +81,24 @@ def _cut(text: str, max_bytes: int) -> str:
     return "".join(kept) + tail
 
 
-def _render(comparison: Comparison, flips: int, subjects: int) -> str:
+@dataclass(frozen=True)
+class _Docs:
+    """Cites a docs page: a link when the docs' URL is known, the page's path otherwise."""
+
+    url: str | None
+
+    def cite(self, page: str, anchor: str, title: str) -> str:
+        if self.url:
+            return f"[{title}]({self.url.rstrip('/')}/{page}#{anchor})"
+        return f'docs/{page}, "{title}"'
+
+
+def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> str:
     sections = [
         _headline(comparison),
         _unit_table(comparison.units, UnitKind.ACCURACY),
         _unit_table(comparison.units, UnitKind.PERPLEXITY),
-        _legend(comparison),
+        _legend(comparison, docs),
         _proxy(comparison.units),
         _notes(comparison),
         _answer_shift(comparison.units),
@@ -87,7 +107,7 @@ def _render(comparison: Comparison, flips: int, subjects: int) -> str:
         _calibration(comparison),
         _flips(comparison, flips),
         _failures(comparison.units),
-        _generation_failures(comparison),
+        _generation_failures(comparison, docs),
         _models(comparison),
         _policy(comparison),
         _warnings(comparison),
@@ -209,11 +229,12 @@ def _proxy(units: Sequence[UnitResult]) -> str:
     )
 
 
+VERDICTS_ANCHOR = "what-the-verdicts-mean"
 RULE_NULLS = {Rule.MARGIN: "H0: drop within the threshold", Rule.CHANGE: "H0: no drop"}
 
 
-def _legend(comparison: Comparison) -> str:
-    """What p and MDE mean for these units (README, "What the verdicts mean")."""
+def _legend(comparison: Comparison, docs: _Docs) -> str:
+    """What p and MDE mean for these units, and the page that explains the verdicts."""
     units = comparison.units
     if not units:
         return ""
@@ -228,7 +249,8 @@ def _legend(comparison: Comparison) -> str:
     power = f"{comparison.policy.power:.0%}"
     return (
         f"p: one-sided, {tests}. MDE: the smallest true drop (perplexity: increase) a unit "
-        f"flags as a regression with {power} power at its n and observed spread."
+        f"flags as a regression with {power} power at its n and observed spread. What each "
+        f"verdict means: {docs.cite('gate.md', VERDICTS_ANCHOR, 'What the verdicts mean')}."
     )
 
 
@@ -441,7 +463,7 @@ def _calibration(comparison: Comparison) -> str:
     return f"### Calibration (multiple choice)\n\n{table}\n\n{note}"
 
 
-def _generation_failures(comparison: Comparison) -> str:
+def _generation_failures(comparison: Comparison, docs: _Docs) -> str:
     """Each generation unit's failure classes, baseline beside candidate."""
     if not comparison.failures:
         return ""
@@ -471,8 +493,9 @@ def _generation_failures(comparison: Comparison) -> str:
         else "Reported, not gated (set `max_failure_increase` in the policy to gate)."
     )
     note = (
-        "_Share of each side's generations per failure class (README, \"Failures as "
-        f"data\"); a document's rate is the share of its samples. {rule}_"
+        "_Share of each side's generations per failure class "
+        f"({docs.cite('generation.md', 'failures-as-data', 'Failures as data')}); a document's "
+        f"rate is the share of its samples. {rule}_"
     )
     return f"### Generation failure classes\n\n{table}\n\n{note}"
 

@@ -1,6 +1,6 @@
 """What `regress report` reads: stored accuracy runs, the gate's JSON comparisons,
 `regress bench` JSON files and `regress sweep` folders, told apart by their content (views in
-regress.summaries and regress.frontier)."""
+regress.bench.summaries and regress.sweep.frontier)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from regress.errors import BadInput
-from regress.frontier import Frontier, analyse
-from regress.store import is_run_folder, read_run
-from regress.summaries import AccuracyRun, BenchModel, accuracy_run, bench_models
-from regress.sweep_results import SweepResults
+from regress.bench.summaries import AccuracyRun, BenchModel, accuracy_run, bench_models
+from regress.core.errors import BadInput
+from regress.core.store import is_run_folder, read_run
+from regress.sweep.frontier import Frontier, analyse
+from regress.sweep.results import SweepResults
 
 
 @dataclass(frozen=True)

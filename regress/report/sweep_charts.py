@@ -13,9 +13,9 @@ from collections.abc import Callable
 import numpy as np
 import plotly.graph_objects as go
 
-from regress.frontier import Frontier
-from regress.pareto import Direction, non_dominated
-from regress.sweep_results import ConfigResult, SweepResults
+from regress.sweep.frontier import Frontier
+from regress.sweep.pareto import Direction, non_dominated
+from regress.sweep.results import ConfigResult, SweepResults
 
 SWEEP_CHARTS = ("accuracy_vs_latency", "ppl_vs_memory", "kld_vs_size")
 """Chart ids of one sweep, in page order."""

@@ -1,9 +1,10 @@
-"""A sweep's table and Pareto summary as Markdown (README, PR comments, `regress recommend`)."""
+"""A sweep's table and Pareto summary as Markdown (docs/results, PR comments,
+`regress recommend`)."""
 
 from __future__ import annotations
 
-from regress.frontier import OBJECTIVES, Frontier
-from regress.sweep_results import SweepResults
+from regress.sweep.frontier import OBJECTIVES, Frontier
+from regress.sweep.results import SweepResults
 
 
 def _pm(value: float, se: float, digits: int) -> str:

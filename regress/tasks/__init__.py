@@ -7,8 +7,9 @@ duplicates dropped); `resolve_source(data_dir)` says where their data comes from
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.arc import arc_task
 from regress.tasks.base import DataSource, Example, Scored, Task, doc_hash
 from regress.tasks.boolq import boolq_task
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 _FACTORIES: dict[str, Callable[[], Task]] = {
-    **{f"mmlu_{s}": (lambda s=s: subject_task(s)) for s in SUBJECTS},
+    **{f"mmlu_{s}": partial(subject_task, s) for s in SUBJECTS},
     "arc_easy": lambda: arc_task("arc_easy", "ARC-Easy"),
     "arc_challenge": lambda: arc_task("arc_challenge", "ARC-Challenge"),
     "piqa": piqa_task,
@@ -50,7 +51,7 @@ _FACTORIES: dict[str, Callable[[], Task]] = {
     "truthfulqa_mc2": lambda: truthfulqa_task("truthfulqa_mc2"),
     "wikitext": WikitextTask,
     "gsm8k": Gsm8kTask,
-    **{f"builtin_{kind}": (lambda kind=kind: builtin_task(kind)) for kind in GENERATORS},
+    **{f"builtin_{kind}": partial(builtin_task, kind) for kind in GENERATORS},
     "json_extraction": json_extraction_task,
     "constrained_writing": constrained_writing_task,
     "python_functions": python_functions_task,

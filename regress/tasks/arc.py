@@ -8,7 +8,7 @@ as the continuation; test split, shots drawn at random from train. Files:
 
 from __future__ import annotations
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, data_file, load_hf, read_jsonl
 from regress.tasks.multiple_choice import MultipleChoiceTask

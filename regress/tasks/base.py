@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from regress.requests import Request, RequestKind, Result
+from regress.core.requests import Request, RequestKind, Result
 
 
 @dataclass(frozen=True)
@@ -54,17 +54,36 @@ class Scored:
 class Task(Protocol):
     """A benchmark task named as lm-eval names it."""
 
-    name: str
-    group: str | None
-    """Group the task belongs to (`mmlu` for `mmlu_anatomy`), or None."""
-    output_type: RequestKind
-    primary_metric: str
-    """The metric the gate pairs on (`acc`, `acc_norm`, `exact_match`, `word_perplexity`)."""
-    higher_is_better: dict[str, bool]
-    binary: bool
-    """Whether the primary metric is 0/1 per example (the paired McNemar test needs that)."""
-    default_fewshot: int
-    version: float
+    # Read-only properties, so frozen dataclasses and plain classes both satisfy the protocol.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def group(self) -> str | None:
+        """Group the task belongs to (`mmlu` for `mmlu_anatomy`), or None."""
+        ...
+
+    @property
+    def output_type(self) -> RequestKind: ...
+
+    @property
+    def primary_metric(self) -> str:
+        """The metric the gate pairs on (`acc`, `acc_norm`, `exact_match`, `word_perplexity`)."""
+        ...
+
+    @property
+    def higher_is_better(self) -> dict[str, bool]: ...
+
+    @property
+    def binary(self) -> bool:
+        """Whether the primary metric is 0/1 per example (the paired McNemar test needs that)."""
+        ...
+
+    @property
+    def default_fewshot(self) -> int: ...
+
+    @property
+    def version(self) -> float: ...
 
     def examples(
         self, source: DataSource, num_fewshot: int | None = None, limit: int | None = None

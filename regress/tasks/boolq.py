@@ -8,7 +8,7 @@ title, answer, passage) is turned into lm-eval's documents.
 
 from __future__ import annotations
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, data_file, load_hf, read_jsonl
 from regress.tasks.multiple_choice import MultipleChoiceTask

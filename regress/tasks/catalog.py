@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, task_groups
 from regress.tasks.base import Task
 from regress.tasks.golden import GoldenTask, golden_task

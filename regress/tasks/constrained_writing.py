@@ -15,7 +15,7 @@ from __future__ import annotations
 from regress.tasks.base import Scored
 from regress.tasks.generative import GenerativeTask, data_path, read_items
 from regress.tasks.loaders import Doc
-from regress.validators import InstructionsValidator, parse_validator
+from regress.tasks.scoring.validators import InstructionsValidator, parse_validator
 
 EXEMPLARS = (
     'Instruction: Write one sentence about a lake. Use the word "calm".\n'

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, load_hf, read_json, read_jsonl, read_text
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 
 Step = Callable[[list[Any]], list[Any]]
 INVALID = "[invalid]"

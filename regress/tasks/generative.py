@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from regress.errors import BadInput
-from regress.requests import GenerateRequest, GenerateResult, RequestKind, Result
+from regress.core.errors import BadInput
+from regress.core.requests import GenerateRequest, GenerateResult, RequestKind, Result
 from regress.tasks.base import DataSource, Example, Scored
 from regress.tasks.loaders import Doc, read_jsonl
 from regress.tasks.metrics import mean_with_stderr

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from regress.errors import BadInput
-from regress.requests import (
+from regress.core.errors import BadInput
+from regress.core.requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from regress.errors import BadInput
-from regress.requests import GenerateRequest, GenerateResult, RequestKind, Result
+from regress.core.errors import BadInput
+from regress.core.requests import GenerateRequest, GenerateResult, RequestKind, Result
 from regress.tasks.base import DataSource, Example, Scored
 from regress.tasks.fewshot import (
     FEWSHOT_DELIMITER,

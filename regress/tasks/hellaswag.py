@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, data_file, load_hf, read_jsonl, read_lines
 from regress.tasks.multiple_choice import MultipleChoiceTask, accuracy_norm_first

@@ -18,11 +18,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import Scored
 from regress.tasks.generative import GenerativeTask, data_path, read_items
 from regress.tasks.loaders import Doc
-from regress.validators import JsonSchemaValidator, extract_json
+from regress.tasks.scoring.validators import JsonSchemaValidator, extract_json
 
 EXEMPLARS = (
     "Text: Maria Lopez is 41 and works as a nurse in Porto.\n"

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 
 DATA_DIR_ENV = "REGRESS_DATA_DIR"

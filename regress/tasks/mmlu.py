@@ -8,7 +8,7 @@ the subject, after a one-line description. Files: `mmlu/test/<subject>_test.csv`
 
 from __future__ import annotations
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, data_file, load_hf, read_csv
 from regress.tasks.multiple_choice import MultipleChoiceTask

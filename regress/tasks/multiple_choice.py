@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from regress.errors import BadInput
-from regress.requests import LoglikelihoodRequest, LoglikelihoodResult, RequestKind, Result
+from regress.core.errors import BadInput
+from regress.core.requests import LoglikelihoodRequest, LoglikelihoodResult, RequestKind, Result
 from regress.tasks.base import DataSource, Example, Scored
 from regress.tasks.fewshot import (
     FEWSHOT_DELIMITER,

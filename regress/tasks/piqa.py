@@ -9,7 +9,7 @@ few-shot).
 
 from __future__ import annotations
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, data_file, load_hf, read_jsonl, read_lines
 from regress.tasks.multiple_choice import MultipleChoiceTask

@@ -10,8 +10,8 @@ probed (a new `def`, or prose), and with it stripped a body for 6 of 6 (newline 
 one token, which the newline alone would split). The generation continues the function and
 stops at HumanEval's stop strings. The program run is the stripped prompt plus the
 generation, in
-`regress.sandbox` (CPU, memory, wall-clock and process limits, no network, writes only in a
-throwaway folder).
+`regress.tasks.scoring.sandbox` (CPU, memory, wall-clock and process limits, no network,
+writes only in a throwaway folder).
 
 Metrics: `pass` (primary, 0/1: every test passed) and `tests_passed` (the fraction).
 `scores["sandbox"]` holds the outcome (passed, failed, syntax_error, timeout, memory,
@@ -21,17 +21,17 @@ RunFailed, never counts as a wrong answer.
 
 from __future__ import annotations
 
-from regress.errors import RunFailed
-from regress.sandbox import (
+from regress.core.errors import RunFailed
+from regress.tasks.base import Scored
+from regress.tasks.generative import GenerativeTask, data_path, read_items
+from regress.tasks.loaders import Doc
+from regress.tasks.scoring.sandbox import (
     OPTIONAL_ENV,
     Outcome,
     SandboxLimits,
     optional_layers_from_env,
     run_python,
 )
-from regress.tasks.base import Scored
-from regress.tasks.generative import GenerativeTask, data_path, read_items
-from regress.tasks.loaders import Doc
 
 EXEMPLAR = (
     "def count_negatives(numbers):\n"

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 
 
 def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from regress.errors import BadInput
+from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, data_file, load_hf, read_json
 from regress.tasks.multiple_choice import ChoiceScores, MultipleChoiceTask, accuracy

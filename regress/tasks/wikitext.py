@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from regress.requests import RequestKind, Result, RollingLoglikelihoodRequest, RollingResult
+from regress.core.requests import RequestKind, Result, RollingLoglikelihoodRequest, RollingResult
 from regress.tasks.base import DataSource, Example, Scored
 from regress.tasks.loaders import Doc, data_file, load_hf, read_text
 from regress.tasks.metrics import corpus_perplexity

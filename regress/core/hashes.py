@@ -1,0 +1,22 @@
+"""Task-level fingerprints: sha256 over the ordered hashes of a task's documents and prompts.
+
+A task's `dataset_hash` and `prompt_hash` (regress.core.manifest.TaskInfo) are computed here and
+nowhere else, so a run, a merged run, a proxy and an imported lm-eval run always agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from regress.core.records import Record
+
+
+def digest(parts: Sequence[str]) -> str:
+    """sha256 over an ordered list of hashes: a task-level fingerprint."""
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def task_hashes(records: Sequence[Record]) -> tuple[str, str]:
+    """(dataset_hash, prompt_hash) of a task's records, in their order (by doc_id)."""
+    return digest([r.doc_hash for r in records]), digest([r.prompt_hash for r in records])

@@ -1,0 +1,62 @@
+"""Join the runs of shards into one run, as if the suite had run on one machine."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from regress.core.errors import BadInput
+from regress.core.fingerprint import result_params
+from regress.core.hashes import task_hashes
+from regress.core.manifest import Manifest, Run
+from regress.core.records import Record
+
+
+def _identity(m: Manifest) -> tuple:
+    params = result_params(m.backend.params)  # shards may differ only in speed settings
+    tasks = {
+        k: (t.group, t.num_fewshot, t.metric, t.output_type, t.limit) for k, t in m.tasks.items()
+    }
+    return (
+        m.model.sha256,
+        m.backend.name,
+        m.backend.version,
+        sorted(params.items()),
+        m.suite_name,
+        sorted(tasks.items()),
+    )
+
+
+def merge_runs(runs: Sequence[Run], name: str = "merged", command: str = "") -> Run:
+    """Merge shard runs of one suite and model; refuse shards that do not belong together."""
+    if not runs:
+        raise BadInput("merge: no runs given")
+    first = runs[0].manifest
+    shards = sorted(r.manifest.shard or "" for r in runs)
+    counts = {s.split("/")[1] for s in shards if s}
+    if "" in shards or len(counts) != 1 or len(shards) != int(counts.pop()):
+        raise BadInput(f"merge: need every shard i/n exactly once, got {shards}")
+    if len(set(shards)) != len(shards):
+        raise BadInput(f"merge: duplicate shards {shards}")
+    for run in runs[1:]:
+        if _identity(run.manifest) != _identity(first):
+            raise BadInput(
+                f"merge: shard {run.manifest.shard} was run with another model, backend or "
+                f"suite than shard {first.shard}"
+            )
+    records: dict[str, list[Record]] = {}
+    for run in runs:
+        for task, recs in run.records.items():
+            records.setdefault(task, []).extend(recs)
+    tasks = {}
+    for task in sorted(records):
+        recs = sorted(records[task], key=lambda r: r.doc_id)
+        if len({r.doc_id for r in recs}) != len(recs):
+            raise BadInput(f"merge: task {task} has the same document in two shards")
+        records[task] = recs
+        dataset_hash, prompt_hash = task_hashes(recs)
+        tasks[task] = dataclasses.replace(
+            first.tasks[task], n=len(recs), dataset_hash=dataset_hash, prompt_hash=prompt_hash
+        )
+    manifest = dataclasses.replace(first, name=name, tasks=tasks, shard=None, command=command)
+    return Run(manifest=manifest, records=records)

@@ -1,0 +1,1 @@
+"""Judging a candidate against its baseline: pairing, statistics, policy, verdicts, `check`."""

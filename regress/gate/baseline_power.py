@@ -1,0 +1,91 @@
+"""What a stored baseline can detect: per gated unit, the MDE and the n for a target drop.
+
+`regress plan --baseline NAME` reads the baseline's own records for each unit's n and kind and
+the policy for its rule, threshold, alpha and power. How many answers a candidate will flip is
+not in a baseline, so the discordance is an assumption the caller states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from regress.core.errors import BadInput
+from regress.core.manifest import Run
+from regress.gate.compare import PLAN_FACTOR, unit_kind, units_of
+from regress.gate.policy import Policy
+from regress.gate.power import accuracy_mde, accuracy_n
+from regress.gate.results import UnitKind
+from regress.gate.rules import Rule
+
+FACTS_DISCORDANCE = 0.12
+"""Share of answers a real requantization flips: SmolLM2-135M Q4_1 to Q4_0 or Q2_K changed
+12.0-12.5% of ARC-Easy answers (../shared/FACTS.md); Q8_0 1.2%, IQ3_S 23.6%."""
+
+
+@dataclass(frozen=True)
+class UnitPlan:
+    """One unit of a baseline: what it can detect, and what a target drop needs."""
+
+    name: str
+    kind: UnitKind
+    gated: bool
+    rule: Rule
+    n: int
+    """Examples in the baseline (documents, for perplexity)."""
+    baseline: float | None
+    """The baseline's accuracy (accuracy units)."""
+    threshold: float
+    drop: float | None
+    """The target drop the plan is made for (twice the threshold unless given)."""
+    mde: float | None
+    """Smallest drop flagged as a REGRESSION with the policy's power at n and the discordance;
+    None where the plan needs more than a baseline holds (score and perplexity units)."""
+    n_needed: int | None
+    """Examples that flag `drop` with the policy's power; None if not an accuracy unit or the
+    drop is within the threshold."""
+
+
+def plan_baseline(
+    run: Run, policy: Policy, discordance: float, drop: float | None = None
+) -> list[UnitPlan]:
+    """Plan every unit of a baseline at an assumed discordance, alpha split over gated units."""
+    if run.manifest.proxy is not None:
+        # The plain formulas would treat a margin-stratified sample as a random one.
+        raise BadInput(
+            f"{run.manifest.name} is a proxy baseline: `regress selftest --baseline "
+            f"{run.manifest.name}` simulates what its gate can detect"
+        )
+    tasks = [run.manifest.tasks[name] for name in sorted(run.manifest.tasks)]
+    units = units_of(tasks)
+    gated = max(1, sum(policy.for_unit(name).gate for name in units))
+    plans = []
+    for name, members in units.items():
+        own = policy.for_unit(name)
+        records = [r for task in members for r in run.records.get(task.name, [])]
+        kind = unit_kind(name, members, {t.name: run.records.get(t.name, []) for t in members})
+        rule = own.rule or policy.rule
+        alpha = policy.alpha / (gated if own.gate else 1)
+        accuracy = kind is UnitKind.ACCURACY
+        perplexity = kind is UnitKind.PERPLEXITY
+        threshold = (own.max_relative_increase if perplexity else own.max_drop) or 0.0
+        target = PLAN_FACTOR * threshold if drop is None else drop
+        n = len(records)
+        plans.append(
+            UnitPlan(
+                name=name,
+                kind=kind,
+                gated=own.gate,
+                rule=rule,
+                n=n,
+                baseline=sum(bool(r.correct) for r in records) / n if accuracy and n else None,
+                threshold=threshold,
+                drop=target if accuracy else None,
+                mde=accuracy_mde(n, discordance, threshold, rule, alpha, policy.power)
+                if accuracy
+                else None,
+                n_needed=accuracy_n(discordance, target, threshold, rule, alpha, policy.power)
+                if accuracy and target > 0
+                else None,
+            )
+        )
+    return plans

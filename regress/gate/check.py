@@ -1,0 +1,359 @@
+"""The gate's use cases, `check` and `drift`, as functions the CLI only calls.
+
+`check` gates a candidate against a stored baseline, on this machine's compute path.
+
+The gate's premise is that the candidate is the only difference between the two runs. A
+baseline stored on another CPU build (AVX-512 kernels where this machine has AVX2) breaks
+that premise by itself: about 2% of answers move with the same model file. So when the
+candidate's compute path differs from the baseline's only in its hardware path, the
+baseline's pinned model (found by its recorded reference, checked by sha256) is rerun here
+and the candidate is gated against that rerun; how far the rerun moved from the stored
+records is reported apart, as hardware drift. The rerun goes through the result cache, keyed
+by model sha256 and compute path, so a CI cache makes it free after the first run.
+
+When the runtime version differs too, a rerun here would also carry the new runtime and hide
+the very change a runtime-upgrade PR asks about; `auto` then gates against the stored
+records and says so (`always` reruns anyway).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from regress.backends import BACKENDS
+from regress.backends.models import file_sha256, resolve_model_path
+from regress.core.errors import BadInput
+from regress.core.fingerprint import hardware_differences
+from regress.core.manifest import Run
+from regress.gate.choice_calibration import compare_calibration
+from regress.gate.compare import MISMATCH_REFUSED, compare, hash_difference, judge, pair
+from regress.gate.drift import DriftReport, drift_report
+from regress.gate.noise import Cause, typical
+from regress.gate.pairing import pair_runs
+from regress.gate.policy import Policy
+from regress.gate.results import (
+    Comparison,
+    Fingerprint,
+    HardwareAction,
+    HardwareCheck,
+    Repeatability,
+)
+from regress.run.engine import Prepared, TaskSpec, identity, prepare
+from regress.run.runner import Outcome, RunPlan, execute, plan_rerun
+from regress.tasks.base import DataSource
+from regress.tasks.catalog import BUILTIN, TaskCatalog
+
+RunProgress = Callable[[str], AbstractContextManager[Callable[[int, int, int], None] | None]]
+"""Given a label, a context yielding the engine's progress callback (or None)."""
+
+
+class Rebaseline(StrEnum):
+    """When `check` reruns the baseline's pinned model on this machine."""
+
+    AUTO = "auto"
+    """When the CPU build's kernels differ and the runtime version is the same."""
+    ALWAYS = "always"
+    """Whenever the baseline's model can be run here."""
+    NEVER = "never"
+    """Always gate against the stored records."""
+
+
+@dataclass(frozen=True)
+class CandidateModel:
+    """A candidate to run: a model, on a backend (default: the baseline's), with settings."""
+
+    model: str
+    backend: str | None = None
+    model_args: Mapping[str, Any] = field(default_factory=dict)
+    """Overrides of the baseline's result-relevant settings, key by key."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """How to gate: the policy, where data and cached results live, and what may differ."""
+
+    policy: Policy = field(default_factory=Policy)
+    source: DataSource = field(default_factory=DataSource)
+    cache_dir: Path | None = None
+    """Result cache folder (resume, cached baseline reruns); None computes everything."""
+    rebaseline: Rebaseline = Rebaseline.AUTO
+    reference_model: str | None = None
+    """Where the baseline's pinned model is now (default: the reference it recorded)."""
+    allow_mismatch: bool = False
+    """Pair identical documents only when dataset/prompt hashes differ, instead of refusing."""
+    allow_backend_change: bool = False
+    repeat_check: int = 0
+    """Send this many random examples to the candidate again and report what changed."""
+    command: str = ""
+    tasks: TaskCatalog = BUILTIN
+    """Where the baseline's task names are found: built in, task YAML, golden sets."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The gate's verdict and the runs behind it."""
+
+    comparison: Comparison
+    candidate: Run
+    reference: Run | None = None
+    """The baseline's model rerun on this machine, when the gate used one."""
+
+
+def check(
+    baseline: Run,
+    candidate: CandidateModel | Run,
+    options: CheckOptions | None = None,
+    progress: RunProgress | None = None,
+) -> CheckResult:
+    """Gate `candidate` (a model to run, or a finished run) against `baseline`.
+
+    Raises BadInput for an incompatible baseline or a refused backend change, RunFailed when
+    a model will not load.
+    """
+    options = options or CheckOptions()
+    progress = progress or (lambda label: nullcontext(None))
+    if isinstance(candidate, Run):
+        result = _compare(baseline, candidate, options)
+        differences = tuple(
+            hardware_differences(baseline.manifest.backend, candidate.manifest.backend)
+        )
+        kernels_differ = baseline.manifest.backend.hardware.kernels != (
+            candidate.manifest.backend.hardware.kernels
+        )
+        action = HardwareAction.STORED if kernels_differ else HardwareAction.NONE
+        hardware = HardwareCheck(
+            differences, action, typical=typical(Cause.HARDWARE) if kernels_differ else ""
+        )
+        return CheckResult(replace(result, hardware=hardware), candidate)
+    plan, warnings = candidate_plan(baseline, candidate, options)
+    prepared = prepare(plan.specs, plan.source, plan.shard)
+    if not options.allow_mismatch:
+        _refuse_changed_inputs(baseline, prepared)
+    outcome = _run(plan, f"check {candidate.model}", progress, prepared)
+    reference, hardware, more = _reference(baseline, outcome.run, options, progress)
+    result = _compare(reference or baseline, outcome.run, options)
+    repeat = None
+    if options.repeat_check:
+        repeat = _repeatability(outcome.run, plan, options.repeat_check, progress)
+    result = replace(
+        result,
+        warnings=(*warnings, *more, *result.warnings),
+        hardware=hardware,
+        repeatability=repeat,
+    )
+    return CheckResult(result, outcome.run, reference)
+
+
+def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison:
+    """The gate on one pairing (golden sets named from the catalog), with the multiple-choice
+    calibration (reported only) from the same pairs."""
+    paired = pair(baseline, candidate, options.allow_mismatch)
+    result = judge(baseline, candidate, paired, options.policy, options.tasks.golden_items())
+    # A proxy oversamples the examples its reference was unsure of: an unweighted ECE of its
+    # sample would describe that sample, not the suite, so none is reported there.
+    if baseline.manifest.proxy is not None:
+        return result
+    return replace(result, calibration=compare_calibration(paired.units, paired.pairs))
+
+
+def candidate_plan(
+    baseline: Run, candidate: CandidateModel, options: CheckOptions
+) -> tuple[RunPlan, list[str]]:
+    """The plan that reruns the baseline's examples on the candidate, and warnings about it.
+
+    Refuses (BadInput) a backend other than the baseline's unless `allow_backend_change`.
+    """
+    ours = baseline.manifest.backend.name
+    if candidate.backend is None and ours not in BACKENDS:
+        raise BadInput(
+            f"baseline {baseline.manifest.name!r} came from {ours}: choose the candidate's "
+            "backend (and allow the backend change)"
+        )
+    chosen = candidate.backend or ours
+    warnings = []
+    if chosen != ours:
+        if not options.allow_backend_change:
+            raise BadInput(
+                f"baseline {baseline.manifest.name!r} ran on {ours}, candidate on {chosen}: "
+                "cross-backend log-probs differ (pass --allow-backend-change to compare anyway)"
+            )
+        warnings.append(
+            f"candidate backend {chosen} differs from the baseline's {ours}: part of any "
+            "difference is backend noise, not the model"
+        )
+    plan = plan_rerun(
+        baseline,
+        candidate.model,
+        chosen,
+        model_args=candidate.model_args,
+        source=options.source,
+        name="candidate",
+        cache_dir=options.cache_dir,
+        command=options.command,
+        tasks=options.tasks,
+    )
+    return plan, warnings
+
+
+def _refuse_changed_inputs(baseline: Run, prepared: Prepared) -> None:
+    """BadInput before any model loads when a task's documents or prompts are no longer the
+    baseline's (the comparison would refuse the same, after the whole run)."""
+    for spec, examples in prepared:
+        info = baseline.manifest.tasks.get(spec.task.name)
+        problem = hash_difference(info, identity(spec, examples)) if info else ""
+        if problem:
+            raise BadInput(f"{problem}; {MISMATCH_REFUSED}")
+
+
+def _run(
+    plan: RunPlan, label: str, progress: RunProgress, prepared: Prepared | None = None
+) -> Outcome:
+    with progress(label) as tick:
+        return execute(plan, tick, prepared)
+
+
+def _reference(
+    baseline: Run, candidate: Run, options: CheckOptions, progress: RunProgress
+) -> tuple[Run | None, HardwareCheck, list[str]]:
+    """Rerun the baseline's model here when the policy above says so; else say why not."""
+    old, new = baseline.manifest.backend, candidate.manifest.backend
+    differences = tuple(hardware_differences(old, new))
+    kernels_differ = old.hardware.kernels != new.hardware.kernels
+    note = typical(Cause.HARDWARE) if kernels_differ else ""
+    if options.rebaseline is Rebaseline.NEVER or (
+        options.rebaseline is Rebaseline.AUTO and not kernels_differ
+    ):
+        action = HardwareAction.STORED if kernels_differ else HardwareAction.NONE
+        warnings = [_stored_warning(note)] if kernels_differ else []
+        return None, HardwareCheck(differences, action, typical=note), warnings
+    same_runtime = (old.name, old.version, old.libraries) == (new.name, new.version, new.libraries)
+    why_not = ""
+    if old.name not in BACKENDS or old.name == "openai":
+        why_not = f"the baseline ran on {old.name}, which cannot be rerun here"
+    elif options.rebaseline is Rebaseline.AUTO and not same_runtime:
+        why_not = (
+            "the runtime version differs too, and a rerun here would hide that change "
+            "(--rebaseline always reruns anyway)"
+        )
+    else:
+        why_not = _pinned_model_problem(baseline, options.reference_model)
+    if why_not:
+        warning = f"baseline not rerun here: {why_not}; gated against the stored records"
+        stored = HardwareCheck(differences, HardwareAction.STORED, typical=note)
+        return None, stored, [warning] + ([_stored_warning(note)] if kernels_differ else [])
+    plan = plan_rerun(
+        baseline,
+        options.reference_model or baseline.manifest.model.ref,
+        old.name,
+        source=options.source,
+        name=f"{baseline.manifest.name} (rerun here)",
+        cache_dir=options.cache_dir,
+        command=options.command,
+        tasks=options.tasks,
+    )
+    reference = _run(plan, f"rerun baseline {baseline.manifest.name}", progress).run
+    moved = compare(baseline, reference, options.policy)
+    paired = [unit for unit in moved.units if unit.n]
+    weighted = [(u.kl_divergence, u.n) for u in paired if u.kl_divergence is not None]
+    kl = sum(k * n for k, n in weighted) / sum(n for _, n in weighted) if weighted else None
+    hardware = HardwareCheck(
+        differences,
+        HardwareAction.RERAN,
+        stored=Fingerprint.of(baseline.manifest),
+        n=sum(u.n for u in paired),
+        flips=moved.n_flips,
+        kl_divergence=kl,
+        typical=note,
+    )
+    return reference, hardware, []
+
+
+def _pinned_model_problem(baseline: Run, where: str | None) -> str:
+    """Why the baseline's pinned model cannot be rerun here ('' when it can)."""
+    pinned = baseline.manifest.model
+    ref = where or pinned.ref
+    try:
+        path = resolve_model_path(ref)
+    except BadInput as exc:
+        return f"its model is not available ({exc}; --reference-model names where it is)"
+    if path.is_file() and pinned.sha256 and file_sha256(path) != pinned.sha256:
+        return f"{path} is not the pinned file (sha256 differs from {pinned.sha256[:12]})"
+    return ""
+
+
+def _stored_warning(note: str) -> str:
+    return (
+        "the baseline was computed on other CPU kernels: part of any difference is "
+        f"hardware noise, not the model ({note})"
+    )
+
+
+@dataclass(frozen=True)
+class DriftOptions:
+    """How to rerun a pinned baseline for a drift check."""
+
+    policy: Policy = field(default_factory=Policy)
+    source: DataSource = field(default_factory=DataSource)
+    max_age: timedelta = timedelta(days=30)
+    """Warn when the baseline is older than this."""
+    model: str | None = None
+    """Where the pinned model file is now (default: the reference it recorded)."""
+    model_args: Mapping[str, Any] = field(default_factory=dict)
+    """Settings to override, to see whether they move results."""
+    command: str = ""
+    tasks: TaskCatalog = BUILTIN
+    """Where the baseline's task names are found: built in, task YAML, golden sets."""
+
+
+def check_drift(
+    baseline: Run, options: DriftOptions | None = None, progress: RunProgress | None = None
+) -> DriftReport:
+    """Rerun `baseline`'s pinned model with today's runtime (no result cache) and judge the
+    movement against the noise of what changed (see `regress.gate.drift.drift_report`)."""
+    options = options or DriftOptions()
+    progress = progress or (lambda label: nullcontext(None))
+    plan = plan_rerun(
+        baseline,
+        options.model or baseline.manifest.model.ref,
+        baseline.manifest.backend.name,
+        model_args=options.model_args,
+        source=options.source,
+        name="drift",
+        command=options.command,
+        tasks=options.tasks,
+    )
+    current = _run(plan, f"drift {baseline.manifest.name}", progress).run
+    return drift_report(baseline, current, options.policy, options.max_age)
+
+
+def _repeatability(candidate: Run, plan: RunPlan, n: int, progress: RunProgress) -> Repeatability:
+    """Send `n` random examples again (no cache) and count answers that came back different."""
+    examples = [(task, r.doc_id) for task, records in candidate.records.items() for r in records]
+    chosen = set(random.Random(0).sample(examples, min(n, len(examples))))
+    specs = []
+    for spec in plan.specs:
+        ids = tuple(i for i in spec.doc_ids or () if (spec.task.name, i) in chosen)
+        if ids:
+            specs.append(TaskSpec(spec.task, spec.num_fewshot, spec.limit, ids))
+    again = _run(
+        replace(plan, specs=tuple(specs), cache_dir=None, name="repeat"),
+        f"repeat {len(chosen)} examples",
+        progress,
+    ).run
+    tasks = [candidate.manifest.tasks[name] for name in again.manifest.tasks]
+    changed, largest = 0, 0.0
+    for pairs in pair_runs(candidate, again, tasks).pairs.values():
+        for first, second in pairs:
+            changed += first.pred != second.pred or first.status != second.status
+            ours, theirs = first.scores.get("loglik") or [], second.scores.get("loglik") or []
+            if len(ours) == len(theirs):
+                deltas = [abs(a - b) for a, b in zip(ours, theirs, strict=True)]
+                largest = max([largest, *deltas])
+    return Repeatability(n=len(chosen), changed=changed, max_abs_logprob_delta=largest)

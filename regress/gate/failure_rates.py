@@ -1,0 +1,89 @@
+"""Failure classes of generations, baseline beside candidate, and the gate on their rates.
+
+For every unit whose records carry failure classes (regress.run.failures), each class's rate is
+paired document by document: a document's rate is the share of its generations in that
+class (an example the backend failed on is all crash). A policy with `max_failure_increase`
+gates on them: a class whose rate rose by more than that, significantly (the bootstrap-t
+margin test the gate uses for scores, Bonferroni over every class of every gated unit), is a
+REGRESSION. Without it the rates are reported, not gated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from regress.core.records import Record
+from regress.gate.pairing import Pair
+from regress.gate.stats import paired_mean_test
+from regress.run.failures import FAILURES, FailureClass
+
+
+@dataclass(frozen=True)
+class FailureRate:
+    """One failure class of one unit on both sides."""
+
+    unit: str
+    failure: str
+    n: int
+    """Paired documents."""
+    baseline: float
+    """Share of the baseline's generations in this class."""
+    candidate: float
+    increase: float
+    """candidate - baseline (document-weighted)."""
+    pvalue: float
+    """One-sided p of H0 "the rate rose by max_failure_increase or more" failing (small p:
+    it rose by more); 1 when not gated."""
+    threshold: float | None
+    """The policy's max_failure_increase; None: reported, not gated."""
+    regressed: bool
+
+
+def _rates(record: Record, failure: str) -> float:
+    if not record.ok:
+        return float(failure == FailureClass.CRASH)
+    classes = record.scores.get("failure", [])
+    return classes.count(failure) / len(classes) if classes else 0.0
+
+
+def generates(pairs: Sequence[Pair]) -> bool:
+    """Whether these records are generations with failure classes."""
+    return any("failure" in base.scores for base, _ in pairs)
+
+
+def failure_rates(
+    unit: str,
+    pairs: Sequence[Pair],
+    threshold: float | None,
+    alpha: float,
+    n_tests: int,
+) -> tuple[FailureRate, ...]:
+    """Every failure class seen on either side, tested at alpha / n_tests when gated."""
+    found = []
+    for failure in FAILURES:
+        before = [_rates(base, failure) for base, _ in pairs]
+        after = [_rates(cand, failure) for _, cand in pairs]
+        if not any(before) and not any(after):
+            continue
+        # Higher is better for the test: one minus the rate.
+        test = paired_mean_test(
+            [1 - x for x in before], [1 - y for y in after], margin=threshold or 0.0
+        )
+        increase = -test.delta
+        p = test.margin_pvalue if threshold is not None else 1.0
+        regressed = threshold is not None and increase > threshold and p < alpha / n_tests
+        found.append(
+            FailureRate(
+                unit=unit,
+                failure=str(failure),
+                n=len(pairs),
+                baseline=sum(before) / len(before),
+                candidate=sum(after) / len(after),
+                increase=increase,
+                pvalue=p,
+                threshold=threshold,
+                regressed=bool(regressed),
+            )
+        )
+    return tuple(found)

@@ -1,0 +1,103 @@
+"""Whether a run can be trusted: fit to be stored as a result, and consistent record by record.
+
+A run in which the model failed on too many examples, evaluated nothing, or produced NaN or
+infinite scores is not a result: `baseline create` and `eval` refuse it (exit 3, or 2 when the
+input selected no examples) instead of storing a baseline later checks would pass against.
+`baseline verify` uses `record_problems` to find records whose answer, target and verdict
+contradict each other (a hand-edited `correct`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from regress.core.errors import BadInput, RunFailed
+from regress.core.manifest import Run, TaskInfo
+from regress.core.records import Record
+from regress.gate.policy import Policy
+from regress.tasks.multiple_choice import ChoiceScores, argmax_choices
+
+DEFAULT_MAX_ERROR_RATE = Policy().max_error_rate
+"""The policy's default: a run failing on more of a task's examples than this is no result."""
+
+
+def check_fit_to_store(run: Run, max_error_rate: float = DEFAULT_MAX_ERROR_RATE) -> None:
+    """Refuse a fresh run that must not be stored or reported as a model's scores.
+
+    BadInput when the suite selected no examples (or a task none, outside a shard); RunFailed
+    when a record holds a non-finite number or a task's failed examples exceed
+    `max_error_rate`, naming the task and the first failure.
+    """
+    total = sum(len(records) for records in run.records.values())
+    if total == 0:
+        raise BadInput("the run has no examples (empty data, or `docs:`/--limit selected none)")
+    for task, records in sorted(run.records.items()):
+        if not records and run.manifest.shard is None:
+            raise BadInput(f"task {task} has no examples (empty data or `docs:` out of range)")
+        for record in records:
+            if not _finite(record.metrics.values()) or not _finite(
+                x for values in record.scores.values() for x in values
+            ):
+                raise RunFailed(
+                    f"task {task} doc {record.doc_id}: non-finite score (NaN or inf): the "
+                    "model's outputs are broken; not stored"
+                )
+        # A prompt too long to generate from is stored as `truncated` with an error: no answer.
+        failed = [r for r in records if not r.ok or r.error is not None]
+        if records and len(failed) / len(records) > max_error_rate:
+            first = failed[0]
+            raise RunFailed(
+                f"task {task}: {len(failed)} of {len(records)} examples failed "
+                f"(> max_error_rate {max_error_rate:g}), first: doc {first.doc_id} "
+                f"{first.status}: {(first.error or '')[:200]}; not stored"
+            )
+
+
+def _finite(values: Iterable[Any]) -> bool:
+    return all(
+        math.isfinite(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+    )
+
+
+def record_problems(record: Record, info: TaskInfo) -> list[str]:
+    """What contradicts itself in one record of task `info` (empty when consistent).
+
+    A failed example has no answer; a scored one's `correct` is its primary metric; for
+    multiple choice, `pred` is the argmax of its stored log-likelihoods (per character for
+    acc_norm) and `correct` says whether it equals `target`.
+    """
+    where = f"{record.task} doc {record.doc_id}"
+    if not record.ok:
+        if record.correct is not None or record.pred is not None:
+            return [f"{where}: failed ({record.status}) but has an answer"]
+        return []
+    if record.correct is None:
+        return []
+    problems = []
+    metric = record.metrics.get(info.metric)
+    if metric is not None and float(record.correct) != metric:
+        problems.append(f"{where}: correct={record.correct} but {info.metric}={metric:g}")
+    if info.output_type == "loglikelihood" and _is_index(record.pred, record.target):
+        if record.correct != int(record.pred == record.target):
+            problems.append(
+                f"{where}: correct={record.correct} but pred {record.pred} vs target "
+                f"{record.target}"
+            )
+        best = _argmax(record.scores, info.metric)
+        if best is not None and best != record.pred:
+            problems.append(f"{where}: pred {record.pred} is not the best-scored choice {best}")
+    return problems
+
+
+def _is_index(*values: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _argmax(scores: dict[str, list[Any]], metric: str) -> int | None:
+    loglik, chars = scores.get("loglik"), scores.get("chars")
+    if not loglik or not chars or len(loglik) != len(chars) or metric not in ("acc", "acc_norm"):
+        return None
+    best, best_norm = argmax_choices(ChoiceScores(list(loglik), [], list(chars)))
+    return best if metric == "acc" else best_norm

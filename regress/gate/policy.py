@@ -1,0 +1,314 @@
+"""The gate's policy: thresholds and tests, read from a small YAML file.
+
+Every key is optional; unknown keys and bad values are errors (BadInput, one line naming the
+key and the file), because a misspelt threshold that is silently ignored is a gate that lies.
+
+```yaml
+alpha: 0.05             # family-wise error rate across the gated units
+rule: margin            # margin (H0: drop <= max_drop) | change (H0: no drop)
+correction: holm        # holm | bonferroni
+test: midp              # midp | exact | asymptotic (one-sided McNemar)
+max_drop: 0.02          # largest tolerated accuracy drop (absolute, 0.02 = 2 points)
+metric: acc_norm        # pair on this 0/1 metric instead of each task's primary metric
+inconclusive: warn      # warn | fail: exit code of an INCONCLUSIVE verdict (0 or 1)
+max_error_rate: 0.05    # failed candidate examples per unit above this: ERROR (exit 3)
+max_failure_increase: 0.05  # generations: a failure class's rate may rise by 5 points at most
+min_examples: 100       # fewer paired examples in a unit (>= 1): INCONCLUSIVE
+power: 0.8              # power of the minimum detectable effect and the n that would decide
+perplexity:
+  max_relative_increase: 0.02
+golden:
+  max_relative_drop: 0.05   # golden sets: pass rate may drop by 5% of itself at most
+speed:
+  max_slowdown: 0.10    # latency gate (regress bench --baseline): tolerated relative slowdown
+units:
+  arc_easy: {max_drop: 0.03, metric: acc, rule: change}
+  builtin: {gate: false}
+  wikitext: {max_relative_increase: 0.05}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from regress.core import safe_yaml
+from regress.core.errors import BadInput
+from regress.gate.rules import Rule
+from regress.gate.stats import Correction, Test
+
+
+class Inconclusive(StrEnum):
+    """What an INCONCLUSIVE verdict does to the exit code."""
+
+    WARN = "warn"
+    """Exit 0, with a warning in the report."""
+    FAIL = "fail"
+    """Exit 1, like a regression."""
+
+
+@dataclass(frozen=True)
+class UnitPolicy:
+    """Overrides for one gated unit (a task, or a group such as `mmlu`)."""
+
+    max_drop: float | None = None
+    metric: str | None = None
+    max_relative_increase: float | None = None
+    gate: bool = True
+    """False: the unit is compared and reported but never changes the verdict."""
+    rule: Rule | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Thresholds and tests of the gate; the defaults are what `regress check` uses."""
+
+    alpha: float = 0.05
+    rule: Rule = Rule.MARGIN
+    """What a REGRESSION rejects, and so what alpha bounds (docs/gate.md)."""
+    correction: Correction = Correction.HOLM
+    test: Test = Test.MIDP
+    max_drop: float = 0.02
+    """Absolute accuracy drop (candidate minus baseline) beyond which a unit can regress."""
+    metric: str | None = None
+    """A 0/1 metric to pair on instead of each task's primary metric (perplexity excluded)."""
+    inconclusive: Inconclusive = Inconclusive.WARN
+    max_error_rate: float = 0.05
+    max_failure_increase: float | None = None
+    """Generation units: largest tolerated rise of any failure class's rate (absolute); None:
+    failure rates are reported, not gated (regress.gate.failure_rates)."""
+    min_examples: int = 100
+    """Below 100 paired examples one example moves accuracy by more than a point, so a
+    2-point max_drop is two answers: a PASS would mean nothing. The built-in suite has 100
+    documents per task. At least 1, so an empty unit is never a PASS. Not applied to
+    perplexity units, whose few long documents (62 in WikiText-2's test split) each carry
+    thousands of tokens."""
+    power: float = 0.8
+    max_relative_increase: float = 0.02
+    """Perplexity units: largest tolerated relative increase of the unit's corpus metric
+    (word perplexity by default; byte_perplexity or bits_per_byte when the policy names it)."""
+    units: Mapping[str, UnitPolicy] = field(default_factory=dict)
+    max_relative_drop: float = 0.05
+    """Golden sets (regress.gate.golden_rules): largest tolerated drop of the pass rate relative to
+    the baseline's (the seed's 5% rule); any must-pass item that regressed fails regardless."""
+    max_slowdown: float = 0.10
+    """Latency gate: largest tolerated relative increase of end-to-end latency (0.10 = 10%
+    slower); only a significant slowdown beyond it fails."""
+
+    def for_unit(self, unit: str) -> UnitPolicy:
+        """The unit's effective settings: its overrides filled in with the defaults."""
+        own = self.units.get(unit, UnitPolicy())
+        return replace(
+            own,
+            max_drop=self.max_drop if own.max_drop is None else own.max_drop,
+            metric=own.metric or self.metric,
+            rule=own.rule or self.rule,
+            max_relative_increase=(
+                self.max_relative_increase
+                if own.max_relative_increase is None
+                else own.max_relative_increase
+            ),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as its YAML file would spell it, every key filled in."""
+        return {
+            "alpha": self.alpha,
+            "rule": str(self.rule),
+            "correction": str(self.correction),
+            "test": str(self.test),
+            "max_drop": self.max_drop,
+            "metric": self.metric,
+            "inconclusive": str(self.inconclusive),
+            "max_error_rate": self.max_error_rate,
+            **(
+                {"max_failure_increase": self.max_failure_increase}
+                if self.max_failure_increase is not None
+                else {}
+            ),
+            "min_examples": self.min_examples,
+            "power": self.power,
+            "perplexity": {"max_relative_increase": self.max_relative_increase},
+            "units": {name: _unit_dict(unit) for name, unit in sorted(self.units.items())},
+            # Only when set: the golden section of a report states the rule.
+            **(
+                {"golden": {"max_relative_drop": self.max_relative_drop}}
+                if self.max_relative_drop != 0.05
+                else {}
+            ),
+            # The latency gate's key only when set: accuracy reports print this dict.
+            **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
+        }
+
+
+def _unit_dict(unit: UnitPolicy) -> dict[str, Any]:
+    values = {f.name: getattr(unit, f.name) for f in fields(unit)}
+    return {
+        key: str(value) if isinstance(value, StrEnum) else value
+        for key, value in values.items()
+        if value is not None
+    }
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """Read a policy YAML file; None gives the defaults."""
+    if path is None:
+        return Policy()
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"policy file {path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"policy file {path}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        data = safe_yaml.load(text)  # bounded: no alias bomb, no oversized file
+    except yaml.YAMLError as exc:
+        raise BadInput(f"policy file {path}: not valid YAML ({_yaml_problem(exc)})") from exc
+    return parse_policy({} if data is None else data, where=f"policy file {path}")
+
+
+def parse_policy(data: Any, where: str = "policy file") -> Policy:
+    """Build a Policy from a parsed YAML mapping; `where` names the file in errors."""
+    reader = _Reader(where)
+    top = reader.mapping(data, "")
+    nested = {"max_relative_increase", "max_relative_drop", "max_slowdown"}
+    known = {f.name for f in fields(Policy)} - nested | {"perplexity", "golden", "speed"}
+    reader.no_unknown(top, known, "")
+    values: dict[str, Any] = {}
+    for key in ("alpha", "power"):
+        if key in top:
+            values[key] = reader.fraction(top[key], key, open_low=True)
+    for key in ("max_drop", "max_error_rate", "max_failure_increase"):
+        if key in top:
+            values[key] = reader.fraction(top[key], key, open_low=False)
+    if "correction" in top:
+        values["correction"] = reader.choice(top["correction"], "correction", Correction)
+    if "test" in top:
+        values["test"] = reader.choice(top["test"], "test", Test)
+    if "rule" in top:
+        values["rule"] = reader.choice(top["rule"], "rule", Rule)
+    if "inconclusive" in top:
+        values["inconclusive"] = reader.choice(top["inconclusive"], "inconclusive", Inconclusive)
+    if top.get("metric") is not None:
+        values["metric"] = reader.name(top["metric"], "metric")
+    if "min_examples" in top:
+        values["min_examples"] = reader.count(top["min_examples"], "min_examples")
+    if "perplexity" in top:
+        perplexity = reader.mapping(top["perplexity"], "perplexity")
+        reader.no_unknown(perplexity, {"max_relative_increase"}, "perplexity.")
+        if "max_relative_increase" in perplexity:
+            values["max_relative_increase"] = reader.positive(
+                perplexity["max_relative_increase"], "perplexity.max_relative_increase"
+            )
+    if "speed" in top:
+        speed = reader.mapping(top["speed"], "speed")
+        reader.no_unknown(speed, {"max_slowdown"}, "speed.")
+        if "max_slowdown" in speed:
+            values["max_slowdown"] = reader.positive(speed["max_slowdown"], "speed.max_slowdown")
+    if "golden" in top:
+        golden = reader.mapping(top["golden"], "golden")
+        reader.no_unknown(golden, {"max_relative_drop"}, "golden.")
+        if "max_relative_drop" in golden:
+            values["max_relative_drop"] = reader.fraction(
+                golden["max_relative_drop"], "golden.max_relative_drop", open_low=False
+            )
+    if "units" in top:
+        units = reader.mapping(top["units"], "units")
+        values["units"] = {
+            str(name): _parse_unit(reader, spec, f"units.{name}") for name, spec in units.items()
+        }
+    return Policy(**values)
+
+
+def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:
+    entry = reader.mapping(spec, key)
+    reader.no_unknown(entry, {f.name for f in fields(UnitPolicy)}, f"{key}.")
+    values: dict[str, Any] = {}
+    if "max_drop" in entry:
+        values["max_drop"] = reader.fraction(entry["max_drop"], f"{key}.max_drop", open_low=False)
+    if "metric" in entry:
+        values["metric"] = reader.name(entry["metric"], f"{key}.metric")
+    if "max_relative_increase" in entry:
+        values["max_relative_increase"] = reader.positive(
+            entry["max_relative_increase"], f"{key}.max_relative_increase"
+        )
+    if "rule" in entry:
+        values["rule"] = reader.choice(entry["rule"], f"{key}.rule", Rule)
+    if "gate" in entry:
+        if not isinstance(entry["gate"], bool):
+            reader.fail(f"{key}.gate", entry["gate"], "true or false")
+        values["gate"] = entry["gate"]
+    return UnitPolicy(**values)
+
+
+class _Reader:
+    """Checks one value at a time and names the key and the file when it is wrong."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, key: str, value: Any, expected: str) -> NoReturn:
+        raise BadInput(f"{self.where}: {key or 'policy'} must be {expected}, got {value!r}")
+
+    def mapping(self, value: Any, key: str) -> dict[Any, Any]:
+        if not isinstance(value, dict):
+            self.fail(key, value, "a mapping of keys to values")
+        return value
+
+    def no_unknown(self, data: dict[Any, Any], known: set[str], prefix: str) -> None:
+        for key in data:
+            if key not in known:
+                raise BadInput(
+                    f"{self.where}: unknown policy key '{prefix}{key}' "
+                    f"(known: {', '.join(sorted(known))})"
+                )
+
+    def number(self, value: Any, key: str) -> float:
+        # bool is an int in Python, but `alpha: true` is a typo, not 1.0.
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(key, value, "a number")
+        return float(value)
+
+    def fraction(self, value: Any, key: str, open_low: bool) -> float:
+        number = self.number(value, key)
+        low_ok = number > 0 if open_low else number >= 0
+        if not (low_ok and number < 1):
+            self.fail(key, value, "a number in (0, 1)" if open_low else "a number in [0, 1)")
+        return number
+
+    def positive(self, value: Any, key: str) -> float:
+        number = self.number(value, key)
+        if number <= 0:
+            self.fail(key, value, "a positive number")
+        return number
+
+    def count(self, value: Any, key: str) -> int:
+        # At least 1: a unit with no paired example must never pass.
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.fail(key, value, "a whole number >= 1")
+        return value
+
+    def name(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            self.fail(key, value, "a metric name")
+        return value
+
+    def choice(self, value: Any, key: str, enum: type[StrEnum]) -> Any:
+        try:
+            return enum(value)
+        except ValueError:
+            self.fail(key, value, f"one of {', '.join(e.value for e in enum)}")
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The parser's complaint and its line, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    return f"line {mark.line + 1}: {problem}" if mark is not None else problem

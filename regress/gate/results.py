@@ -1,0 +1,274 @@
+"""The typed result of comparing a candidate run with its baseline: what reports render.
+
+`regress.gate.compare` builds a `Comparison`; the Markdown and JSON reports read only these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from regress.core.errors import ExitCode
+from regress.core.manifest import Manifest
+from regress.gate.choice_calibration import CalibrationResult
+from regress.gate.failure_rates import FailureRate
+from regress.gate.golden_rules import GoldenResult
+from regress.gate.policy import Policy
+from regress.gate.rules import Rule
+
+COMPARISON_SCHEMA_VERSION = 1
+MAX_FLIPS = 200
+"""Flips kept in a Comparison (regressions first); the total is always reported."""
+
+
+class Verdict(StrEnum):
+    """The gate's judgement of one unit, and of the whole comparison."""
+
+    PASS = "PASS"
+    REGRESSION = "REGRESSION"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    ERROR = "ERROR"
+
+
+class UnitKind(StrEnum):
+    """What a unit pairs: 0/1 outcomes, scores in [0, 1], or per-document log-likelihoods."""
+
+    ACCURACY = "accuracy"
+    SCORE = "score"
+    PERPLEXITY = "perplexity"
+
+
+@dataclass(frozen=True)
+class SubjectResult:
+    """One member task of a group unit (an MMLU subject): shown, not gated."""
+
+    task: str
+    n: int
+    baseline: float
+    candidate: float
+    delta: float
+    b: int
+    c: int
+
+
+@dataclass(frozen=True)
+class ProxyEstimate:
+    """How a proxy unit's figures estimate its parent suite (regress.gate.stratified)."""
+
+    parent: str
+    """The parent baseline the proxy was drawn from."""
+    population: int
+    """The parent's examples in this unit: what `baseline`, `candidate` and `delta` estimate."""
+    strata: int
+    ci_design: tuple[float, float]
+    """95% interval of the parent suite's own Δ: what running all of it would have shown."""
+    se: float
+    """Standard error of Δ as the gate uses it: the design's plus the suite's own sampling."""
+    se_full: float
+    """The standard error running every example of the parent would have had."""
+
+    @property
+    def width_ratio(self) -> float | None:
+        """How many times wider the gate's interval is than running the whole parent."""
+        return self.se / self.se_full if self.se_full > 0 else None
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """Everything the gate measured and decided about one unit."""
+
+    name: str
+    kind: UnitKind
+    metric: str
+    """The metric paired (several primary metrics are joined with ', ')."""
+    tasks: tuple[str, ...]
+    gated: bool
+    rule: Rule
+    """What the unit's p tests, and so what alpha bounds for it."""
+    n: int
+    """Paired examples (perplexity: documents scored on both sides)."""
+    baseline: float | None
+    """Accuracy, or the corpus perplexity-like metric; None without any pair."""
+    candidate: float | None
+    delta: float | None
+    """Accuracy: candidate minus baseline. Perplexity: candidate / baseline - 1."""
+    ci: tuple[float, float] | None
+    """95% interval for delta: Tango's score interval (accuracy), a bootstrap-t interval
+    (score) or the inverted sign-flip test (perplexity)."""
+    b: int | None
+    """Baseline right, candidate wrong (score units: examples the candidate scored lower)."""
+    c: int | None
+    """Baseline wrong, candidate right (score units: examples the candidate scored higher)."""
+    discordance: float | None
+    """(b + c) / n: the share of examples whose outcome flipped."""
+    pvalue: float
+    """The rule's one-sided p: H0 "drop <= threshold" (margin: Tango's score test, bootstrap-t
+    or sign-flip) or H0 "no drop" (change: McNemar, bootstrap-t or sign-flip)."""
+    adjusted_pvalue: float | None
+    """After the family-wise correction over the gated units; None when not gated."""
+    change_pvalue: float
+    """One-sided p of H0 "no drop": the evidence that the candidate is worse at all."""
+    change_adjusted_pvalue: float | None
+    """change_pvalue after the same family-wise correction; None when not gated."""
+    threshold: float
+    """max_drop (accuracy, score) or max_relative_increase (perplexity) for this unit."""
+    verdict: Verdict
+    reason: str
+    """One line saying why the verdict is what it is."""
+    mde: float | None
+    """Minimum detectable effect: the smallest true drop (perplexity: relative increase) the
+    unit flags as a REGRESSION with the policy's power, at its n and observed discordance
+    (score and perplexity units: the observed spread). None when no drop would be."""
+    n_needed: int | None
+    """INCONCLUSIVE units: examples that give the policy's power against `plan_drop`."""
+    plan_drop: float | None
+    """The drop the n that would decide is planned for: twice the threshold."""
+    kl_divergence: float | None
+    """Mean KL(baseline || candidate) over the choices, where both scored them."""
+    top1_agreement: float | None
+    """Share of those examples where both put most likelihood on the same choice."""
+    baseline_failures: dict[str, int]
+    """Examples per status other than ok (truncated included: scored, but a failure mode)."""
+    candidate_failures: dict[str, int]
+    error_rate: float
+    """Share of the candidate's examples that failed (error, timeout, refused)."""
+    subjects: tuple[SubjectResult, ...] = ()
+    proxy: ProxyEstimate | None = None
+    """Set when the baseline is a proxy: then n, b and c count the sampled examples, while
+    baseline, candidate, delta, ci, the p-values, discordance, KL divergence and top-1
+    agreement are stratified estimates (each example weighs 1 / its inclusion probability)
+    and tests of the parent suite."""
+
+
+@dataclass(frozen=True)
+class Flip:
+    """One example whose right/wrong outcome changed."""
+
+    task: str
+    doc_id: int
+    baseline_pred: Any
+    candidate_pred: Any
+    target: Any
+    regressed: bool
+    """True: baseline right, candidate wrong."""
+    candidate_status: str
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What identifies the model and runtime of one side."""
+
+    run: str
+    model: str
+    sha256: str
+    quantization: str
+    backend: str
+    backend_version: str
+    params: dict[str, Any]
+    created: str
+    libraries: dict[str, str] = field(default_factory=dict)
+    kernels: str = ""
+    """The CPU build's compute features (llama.cpp system info, torch CPU capability)."""
+    cpu: str = ""
+    threads: int | None = None
+
+    @classmethod
+    def of(cls, manifest: Manifest) -> Fingerprint:
+        """The fingerprint of a run's manifest."""
+        backend = manifest.backend
+        return cls(
+            run=manifest.name,
+            model=manifest.model.ref,
+            sha256=manifest.model.sha256,
+            quantization=manifest.model.quantization,
+            backend=backend.name,
+            backend_version=backend.version,
+            params=dict(backend.params),
+            created=manifest.created,
+            libraries=dict(backend.libraries),
+            kernels=backend.hardware.kernels,
+            cpu=backend.hardware.cpu.label(),
+            threads=backend.hardware.threads,
+        )
+
+
+class HardwareAction(StrEnum):
+    """What the gate did about a candidate whose hardware path differs from the baseline's."""
+
+    NONE = "none"
+    """Same compute path: the stored records are what this machine computes."""
+    RERAN = "reran"
+    """The baseline's pinned model was rerun here and the candidate gated against that."""
+    STORED = "stored"
+    """Gated against the stored records although the paths differ (a warning says why)."""
+
+
+@dataclass(frozen=True)
+class HardwareCheck:
+    """How this machine's compute path relates to the baseline's, and how far it moves answers."""
+
+    differences: tuple[str, ...]
+    """One line per difference (CPU build kernels, CPU); empty when the paths match."""
+    action: HardwareAction
+    stored: Fingerprint | None = None
+    """The stored baseline, when the candidate was gated against a rerun of its model here
+    (`Comparison.baseline` is then that rerun)."""
+    n: int = 0
+    """Examples paired between the stored baseline and the rerun."""
+    flips: int = 0
+    """Of those, examples whose right/wrong outcome differs: hardware drift, not the model."""
+    kl_divergence: float | None = None
+    """Mean KL(stored || rerun) over the choices."""
+    typical: str = ""
+    """What such a difference measurably costs (regress.gate.noise), for the reader."""
+
+
+@dataclass(frozen=True)
+class Repeatability:
+    """The candidate's own A/A noise: examples sent again and compared with the first answers."""
+
+    n: int
+    changed: int
+    """Examples whose answer (pred or status) differed the second time."""
+    max_abs_logprob_delta: float
+    """Largest per-choice |Δ log-likelihood| between the two answers."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of `compare`: the JSON report is `to_dict()`."""
+
+    verdict: Verdict
+    exit_code: ExitCode
+    units: tuple[UnitResult, ...]
+    flips: tuple[Flip, ...]
+    """At most MAX_FLIPS, regressions first."""
+    n_flips: int
+    unpaired: int
+    """Baseline examples without a candidate example of the same doc_id and doc_hash."""
+    warnings: tuple[str, ...]
+    baseline: Fingerprint
+    candidate: Fingerprint
+    policy: Policy
+    suite: str
+    command: str
+    """The command that produced the candidate run."""
+    hardware: HardwareCheck | None = None
+    """Set by `regress.gate.check.check` when it ran the candidate on this machine."""
+    repeatability: Repeatability | None = None
+    """Set when `check --repeat-check N` resent N examples."""
+    golden: tuple[GoldenResult, ...] = ()
+    """Golden sets: the must-pass and relative-drop rules (regress.gate.golden_rules)."""
+    calibration: tuple[CalibrationResult, ...] = ()
+    """Multiple-choice units: ECE and Brier score on both sides (reported, not gated)."""
+    failures: tuple[FailureRate, ...] = ()
+    """Generation units: each failure class's rate on both sides (regress.gate.failure_rates)."""
+    schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole comparison."""
+        data = asdict(self)
+        data["policy"] = self.policy.to_dict()
+        data["exit_code"] = int(self.exit_code)
+        return data

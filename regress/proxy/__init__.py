@@ -1,0 +1,1 @@
+"""Small proxy suites drawn by the reference's margin, and `selftest`."""

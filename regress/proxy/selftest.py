@@ -1,0 +1,412 @@
+"""`regress selftest`: would this baseline's gate catch a drop of X? Simulated, not assumed.
+
+Candidates are simulated from the baseline's own records. Flips are drawn where real flips
+happen: each example flips with a probability proportional to the calibration's flip rate at
+its margin quantile (regress.proxy.flip_rates), in both directions, scaled so that the unit's
+expected discordance is ψ (the share of answers that change) and its expected accuracy change
+is -δ: a regression (baseline right) with total probability (ψ + δ) / 2, an improvement
+(baseline wrong) with (ψ - δ) / 2. On a proxy the targets hold for the parent suite (each
+sampled example weighs N_h / n_h).
+
+Each simulated run is judged by the gate's own statistics and rules (the McNemar and Tango
+tests of a plain unit, regress.gate.stratified on a proxy, the family-wise correction over the
+gated units, regress.gate.rules), vectorised over runs; a test checks that `compare` gives the same
+verdicts on records. A drop is injected into one unit at a time while every other unit is an
+unchanged candidate with the same discordance, so each row answers "a drop of δ here and
+nothing elsewhere: what does the whole gate say?".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as sps
+
+from regress.core.errors import BadInput
+from regress.core.manifest import Run
+from regress.core.proxy_design import Calibration
+from regress.gate.compare import CI_ALPHA, units_of
+from regress.gate.policy import Policy
+from regress.gate.results import Verdict
+from regress.gate.rules import Rule, inconclusive, regression
+from regress.gate.stats import (
+    SEED,
+    Correction,
+    holm_rows,
+    margin_pvalue,
+    mcnemar_pvalue,
+    tango_score,
+)
+from regress.gate.stratified import moments, pvalues, upper_drop
+from regress.proxy import flip_rates
+
+DROPS = (0.0, 0.001, 0.01, 0.02, 0.03, 0.05)
+"""Injected true drops (0.001 is the seed's "0.1-point variation")."""
+
+
+@dataclass(frozen=True)
+class SelftestOptions:
+    """What to simulate."""
+
+    drops: tuple[float, ...] = DROPS
+    runs: int = 1000
+    seed: int = SEED
+    discordance: float | None = None
+    """Share of answers that change, ψ; default the calibration's mean flip rate."""
+    calibration: Calibration = flip_rates.DEFAULT
+    policy: Policy = field(default_factory=Policy)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """A unit's examples grouped by what the simulation needs: right/wrong and propensity.
+
+    Arrays over groups: examples the baseline got right and wrong, their flip propensity
+    (the calibration's rate), and their weight (1, or N_h / n_h on a proxy). On a proxy a
+    group is a stratum; `stratum` maps groups to strata (plain units: all -1).
+    """
+
+    right: np.ndarray
+    wrong: np.ndarray
+    propensity: np.ndarray
+    weight: np.ndarray
+    stratum: np.ndarray
+    population: np.ndarray | None
+    """N_h per stratum on a proxy, else None."""
+    sampled: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class SelftestPoint:
+    """The gate's verdict probabilities with a true drop in one unit."""
+
+    drop: float
+    regression: float
+    inconclusive: float
+    passed: float
+
+
+@dataclass(frozen=True)
+class UnitSelftest:
+    """One unit's simulated operating characteristic and minimum detectable effect."""
+
+    name: str
+    n: int
+    population: int
+    """Examples the unit's figures speak for: n, or the parent's on a proxy."""
+    gated: bool
+    rule: Rule
+    threshold: float
+    discordance: float
+    points: tuple[SelftestPoint, ...]
+    mde: float | None
+    """Smallest drop the gate flags as REGRESSION in at least `power` of the runs."""
+    largest_drop: float = 0.0
+    """The largest drop these examples can show at this discordance (the MDE's search range)."""
+    simulated: bool = True
+    """False for units that are not right/wrong (scores, perplexity): not simulated."""
+
+
+@dataclass(frozen=True)
+class SelftestResult:
+    """Every unit's rows, with what was assumed."""
+
+    baseline: str
+    proxy_of: str | None
+    runs: int
+    seed: int
+    power: float
+    calibration: str
+    units: tuple[UnitSelftest, ...]
+
+
+def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> SelftestResult:
+    """Simulate candidates of `baseline` and tabulate the gate's verdicts by injected drop."""
+    options = options or SelftestOptions()
+    policy = options.policy
+    psi = options.discordance
+    if psi is None:
+        psi = float(np.mean([rate for _, rate in options.calibration.points]))
+    groups = unit_groups(baseline, options.calibration)
+    names = list(groups)
+    gated = [policy.for_unit(name).gate for name in names]
+    results = []
+    for target, name in enumerate(names):
+        unit_groups_ = groups[name]
+        unit_policy = policy.for_unit(name)
+        threshold = unit_policy.max_drop or 0.0
+        rule = Rule(unit_policy.rule or policy.rule)
+        if unit_groups_ is None:
+            results.append(
+                UnitSelftest(
+                    name, 0, 0, unit_policy.gate, rule, threshold, psi, (), None, simulated=False
+                )
+            )
+            continue
+
+        def chances(drop: float, target: int = target) -> SelftestPoint:
+            # The same seed at every drop (common random numbers): the chances rise smoothly
+            # with the drop, so the MDE's bisection is not led astray by simulation noise.
+            rng = np.random.default_rng(options.seed)
+            return _point(groups, names, gated, target, drop, psi, policy, options.runs, rng)
+
+        points = tuple(chances(drop) for drop in options.drops)
+        largest = largest_drop(unit_groups_, psi)
+        n = int(unit_groups_.right.sum() + unit_groups_.wrong.sum())
+        population = n if unit_groups_.population is None else int(unit_groups_.population.sum())
+        results.append(
+            UnitSelftest(
+                name=name,
+                n=n,
+                population=population,
+                gated=unit_policy.gate,
+                rule=rule,
+                threshold=threshold,
+                discordance=psi,
+                points=points,
+                mde=_mde(chances, largest, policy.power) if unit_policy.gate else None,
+                largest_drop=largest,
+            )
+        )
+    return SelftestResult(
+        baseline=baseline.manifest.name,
+        proxy_of=baseline.manifest.proxy.parent if baseline.manifest.proxy else None,
+        runs=options.runs,
+        seed=options.seed,
+        power=policy.power,
+        calibration=f"{options.calibration.name}: {options.calibration.source}",
+        units=tuple(results),
+    )
+
+
+def unit_groups(baseline: Run, calibration: Calibration) -> dict[str, Groups | None]:
+    """Each unit's groups for the simulation; None for a unit that is not right/wrong."""
+    manifest = baseline.manifest
+    units = units_of([manifest.tasks[t] for t in sorted(manifest.tasks)])
+    out: dict[str, Groups | None] = {}
+    for name, tasks in units.items():
+        records = [r for t in tasks for r in baseline.records[t.name]]
+        if any(t.output_type == "loglikelihood_rolling" for t in tasks) or any(
+            r.ok and r.correct is None for r in records
+        ):
+            out[name] = None
+        elif manifest.proxy is not None:
+            out[name] = _proxy_groups(baseline, name, calibration)
+        else:
+            out[name] = _plain_groups(baseline, [t.name for t in tasks], calibration)
+    return out
+
+
+def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration) -> Groups:
+    ranks = flip_rates.margin_ranks(baseline, tasks)
+    bins = flip_rates.BINS
+    right, wrong = np.zeros(bins), np.zeros(bins)
+    for task in tasks:
+        for record in baseline.records[task]:
+            k = min(bins - 1, int(ranks[task, record.doc_id] * bins))
+            if record.right:
+                right[k] += 1
+            else:
+                wrong[k] += 1
+    mids = [(k + 0.5) / bins for k in range(bins)]
+    return Groups(
+        right=right,
+        wrong=wrong,
+        propensity=np.array([calibration.flip_rate(q) for q in mids]),
+        weight=np.ones(bins),
+        stratum=np.full(bins, -1),
+        population=None,
+        sampled=None,
+    )
+
+
+def _proxy_groups(baseline: Run, unit: str, calibration: Calibration) -> Groups:
+    design = baseline.manifest.proxy
+    assert design is not None
+    strata = design.unit_strata(unit)
+    by_doc = {(r.task, r.doc_id): r for recs in baseline.records.values() for r in recs}
+    right, wrong = np.zeros(len(strata)), np.zeros(len(strata))
+    for h, task, doc in design.members(unit):
+        if by_doc[task, doc].right:
+            right[h] += 1
+        else:
+            wrong[h] += 1
+    count = len(strata)
+    population = np.array([s.population for s in strata], dtype=float)
+    sampled = np.array([s.sampled for s in strata], dtype=float)
+    return Groups(
+        right=right,
+        wrong=wrong,
+        propensity=np.array([calibration.flip_rate((h + 0.5) / count) for h in range(count)]),
+        weight=population / sampled,
+        stratum=np.arange(count),
+        population=population,
+        sampled=sampled,
+    )
+
+
+def flip_chances(groups: Groups, drop: float, psi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: the chance a right example turns wrong, and a wrong one right.
+
+    Chosen so the weighted expected regressions are N (ψ + δ) / 2 and improvements
+    N (ψ - δ) / 2, each proportional to the group's propensity.
+    """
+    total = float(np.sum(groups.weight * (groups.right + groups.wrong)))
+    mass_right = float(np.sum(groups.weight * groups.right * groups.propensity))
+    mass_wrong = float(np.sum(groups.weight * groups.wrong * groups.propensity))
+    if drop > psi or drop < -psi:
+        raise BadInput(f"a drop of {drop:.1%} needs more than {psi:.1%} of answers to change")
+    to_wrong = groups.propensity * total * (psi + drop) / 2 / max(mass_right, 1e-12)
+    to_right = groups.propensity * total * (psi - drop) / 2 / max(mass_wrong, 1e-12)
+    if np.any(to_wrong > 1) or np.any(to_right > 1):
+        raise BadInput(
+            f"a drop of {drop:.1%} at {psi:.1%} discordance needs more flips than this "
+            "baseline's examples can give; lower --discordance or the drop"
+        )
+    return to_wrong, to_right
+
+
+def largest_drop(groups: Groups, psi: float) -> float:
+    """The largest drop these examples can show at discordance ψ (no flip chance above 1)."""
+    total = float(np.sum(groups.weight * (groups.right + groups.wrong)))
+    mass_right = float(np.sum(groups.weight * groups.right * groups.propensity))
+    top = float(np.max(groups.propensity, where=groups.right > 0, initial=0.0))
+    if top <= 0:
+        return 0.0
+    return min(psi, 2 * mass_right / (total * top) - psi)
+
+
+@dataclass(frozen=True)
+class _UnitDraws:
+    """Simulated p-values and drops of one unit over runs."""
+
+    rule_p: np.ndarray
+    change_p: np.ndarray
+    drop: np.ndarray
+    reaches: np.ndarray
+    """Whether the 95% interval reaches a drop beyond the threshold."""
+    too_small: bool
+
+
+def draw(
+    groups: Groups, drop: float, psi: float, runs: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Simulated regressions b and improvements c per run and group: (runs, groups) arrays."""
+    to_wrong, to_right = flip_chances(groups, drop, psi)
+    b = rng.binomial(groups.right.astype(int), to_wrong, size=(runs, len(to_wrong)))
+    c = rng.binomial(groups.wrong.astype(int), to_right, size=(runs, len(to_right)))
+    return b, c
+
+
+def judge_counts(
+    groups: Groups, b: np.ndarray, c: np.ndarray, threshold: float, rule: Rule, policy: Policy
+) -> _UnitDraws:
+    """The gate's tests of one unit from per-group counts, exactly as `compare` computes them."""
+    n = int(groups.right.sum() + groups.wrong.sum())
+    if groups.population is not None and groups.sampled is not None:
+        m = moments(groups.population, groups.sampled, b, c)
+        change_p, margin_p = pvalues(m, threshold)
+        drop = -m.delta
+        reaches = upper_drop(m, CI_ALPHA) > threshold
+    else:
+        bt, ct = b.sum(axis=-1), c.sum(axis=-1)
+        change_p = np.asarray(mcnemar_pvalue(bt, ct, policy.test))
+        margin_p = np.asarray(margin_pvalue(bt, ct, n, threshold))
+        drop = (bt - ct) / n
+        reaches = tango_score(-threshold, bt, ct, n) < sps.norm.isf(CI_ALPHA / 2)
+    rule_p = margin_p if rule is Rule.MARGIN else change_p
+    return _UnitDraws(rule_p, change_p, drop, reaches, n < policy.min_examples)
+
+
+def overall_verdicts(
+    draws: Sequence[_UnitDraws | None],
+    gated: Sequence[bool],
+    rules: Sequence[Rule],
+    thresholds: Sequence[float],
+    policy: Policy,
+) -> np.ndarray:
+    """The comparison's verdict per run (an array of Verdict values), gated units only."""
+    live = {i: d for i, d in enumerate(draws) if d is not None and gated[i]}
+    runs = len(next(d for d in draws if d is not None).drop)
+    k = sum(gated)
+    verdict = np.full(runs, Verdict.PASS.value, dtype=object)
+    if not live:
+        return verdict
+    # Units not simulated stay in the family with p = 1: they take their share of alpha.
+    rule_raw = np.ones((runs, k))
+    change_raw = np.ones((runs, k))
+    slots = {i: j for j, i in enumerate(i for i, g in enumerate(gated) if g)}
+    for i, d in live.items():
+        rule_raw[:, slots[i]] = d.rule_p
+        change_raw[:, slots[i]] = d.change_p
+    rule_adj, change_adj = _correct(rule_raw, policy), _correct(change_raw, policy)
+    any_regression = np.zeros(runs, dtype=bool)
+    any_inconclusive = np.zeros(runs, dtype=bool)
+    for i, d in live.items():
+        j = slots[i]
+        if d.too_small:
+            any_inconclusive |= True
+            continue
+        regressed = regression(rules[i], policy.alpha, rule_adj[:, j], d.drop, thresholds[i])
+        upper = np.where(d.reaches, np.inf, -np.inf)
+        undecided = inconclusive(regressed, policy.alpha, change_adj[:, j], upper, thresholds[i])
+        any_regression |= regressed
+        any_inconclusive |= undecided
+    verdict[any_inconclusive] = Verdict.INCONCLUSIVE.value
+    verdict[any_regression] = Verdict.REGRESSION.value
+    return verdict
+
+
+def _correct(pvalues_: np.ndarray, policy: Policy) -> np.ndarray:
+    if Correction(policy.correction) is Correction.BONFERRONI:
+        return np.minimum(1.0, pvalues_ * pvalues_.shape[1])
+    return holm_rows(pvalues_)
+
+
+def _point(
+    groups: dict[str, Groups | None],
+    names: Sequence[str],
+    gated: Sequence[bool],
+    target: int,
+    drop: float,
+    psi: float,
+    policy: Policy,
+    runs: int,
+    rng: np.random.Generator,
+) -> SelftestPoint:
+    draws: list[_UnitDraws | None] = []
+    rules, thresholds = [], []
+    for i, name in enumerate(names):
+        unit_policy = policy.for_unit(name)
+        rule, threshold = Rule(unit_policy.rule or policy.rule), unit_policy.max_drop or 0.0
+        rules.append(rule)
+        thresholds.append(threshold)
+        g = groups[name]
+        if g is None:
+            draws.append(None)
+            continue
+        b, c = draw(g, drop if i == target else 0.0, psi, runs, rng)
+        draws.append(judge_counts(g, b, c, threshold, rule, policy))
+    verdict = overall_verdicts(draws, gated, rules, thresholds, policy)
+    return SelftestPoint(
+        drop=drop,
+        regression=float(np.mean(verdict == Verdict.REGRESSION.value)),
+        inconclusive=float(np.mean(verdict == Verdict.INCONCLUSIVE.value)),
+        passed=float(np.mean(verdict == Verdict.PASS.value)),
+    )
+
+
+def _mde(chances: Callable[[float], SelftestPoint], high: float, power: float) -> float | None:
+    """Smallest drop (to 0.1 point, up to `high`) flagged as REGRESSION in `power` of runs."""
+    low = 0.0
+    if high <= 0 or chances(high).regression < power:
+        return None
+    while high - low > 0.001:
+        mid = (low + high) / 2
+        if chances(mid).regression >= power:
+            high = mid
+        else:
+            low = mid
+    return high

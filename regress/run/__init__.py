@@ -1,0 +1,1 @@
+"""Running a suite: requests to a backend, records out, cached and costed."""

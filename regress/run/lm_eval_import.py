@@ -1,0 +1,427 @@
+"""Read an lm-evaluation-harness run (`--log_samples` output) as a regress `Run`.
+
+Teams that already run lm-eval get the paired test on their own files: the run becomes a
+baseline (`regress baseline import-lm-eval`) or a candidate (`regress check
+--candidate-samples`). lm-eval 0.4 writes `<output_path>/<model_name_sanitized>/
+results_<date>.json` and, beside it, one `samples_<task>_<date>.jsonl` per task with the same
+date; either that folder or `<output_path>` itself is accepted. Only multiple-choice tasks are
+read: their per-choice log-likelihoods are all the gate needs.
+
+Identity. Each record gets the hashes regress computes for its own runs, so examples pair
+across the two tools exactly when they are the same document under the same prompt:
+- prompt_hash is the digest of the `LoglikelihoodRequest(arg_0, arg_1)` of each choice, the
+  hash regress gives the identical request;
+- doc_hash is `doc_hash` of lm-eval's `doc` restricted to the fields regress's loader gives a
+  document of that task family (`_DOC_FIELDS`). The fields have the same names and values in
+  both tools (both follow the Hub's rows); the restriction drops what only lm-eval keeps,
+  such as HellaSwag's raw columns beside the processed query, choices and gold. A document
+  with other content (another dataset version or split) hashes differently, and the gate
+  refuses to pair it as it refuses any regress run over other documents. Matching lm-eval's
+  documents to regress's own files by doc_id and prompt was the alternative; it needs the
+  data at import time and would take regress's document wherever the prompts agree, hiding
+  exactly the difference the gate is meant to report. Tasks regress does not know keep the
+  hash of lm-eval's whole `doc`: they pair with other lm-eval runs, never with regress's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from regress import __version__
+from regress.backends import parse_model_args
+from regress.backends.models import model_info
+from regress.core.errors import BadInput
+from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.core.hashes import digest, task_hashes
+from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
+from regress.core.records import Record
+from regress.core.requests import LoglikelihoodRequest, request_hash
+from regress.tasks import get_tasks, list_tasks
+from regress.tasks.base import doc_hash
+from regress.tasks.multiple_choice import ChoiceScores, argmax_choices
+
+# The fields of a document as regress's loader shapes it, per task family (task name prefix).
+_DOC_FIELDS: dict[str, tuple[str, ...]] = {
+    "arc_": ("id", "question", "choices", "answerKey"),
+    "mmlu_": ("question", "subject", "choices", "answer"),
+    "piqa": ("goal", "sol1", "sol2", "label"),
+    "boolq": ("question", "passage", "idx", "label"),
+    "hellaswag": ("query", "choices", "gold"),
+    "truthfulqa_mc": ("question", "mc1_targets", "mc2_targets"),
+    "builtin_": ("id", "question", "choices", "answer"),
+}
+_MULTIPLE_CHOICE = "multiple_choice"
+
+
+@dataclass(frozen=True)
+class LmEvalFiles:
+    """One lm-eval run on disk: its results file and its samples file per task."""
+
+    results: Path
+    samples: dict[str, Path]
+
+
+def find_lm_eval_files(samples_dir: Path) -> LmEvalFiles:
+    """The newest run in `samples_dir` (a model folder) or in its one model subfolder."""
+    samples_dir = Path(samples_dir)
+    if not samples_dir.is_dir():
+        raise BadInput(f"{samples_dir}: not a folder (expected lm-eval's --output_path)")
+    found = sorted(samples_dir.glob("results_*.json")) or sorted(
+        samples_dir.glob("*/results_*.json")
+    )
+    if not found:
+        raise BadInput(
+            f"{samples_dir}: no lm-eval results_*.json here or in a model subfolder "
+            "(run lm-eval with --output_path DIR --log_samples)"
+        )
+    folders = sorted({p.parent.name for p in found})
+    if len(folders) > 1:
+        raise BadInput(
+            f"{samples_dir} holds runs of several models ({', '.join(folders)}): "
+            "pass the folder of one"
+        )
+    # lm-eval's ISO date stamps sort in time order as text.
+    results = max(found, key=lambda p: p.name)
+    stamp = results.name.removeprefix("results_").removesuffix(".json")
+    suffix = f"_{stamp}.jsonl"
+    samples = {
+        p.name.removeprefix("samples_").removesuffix(suffix): p
+        for p in results.parent.glob(f"samples_*{suffix}")
+    }
+    if not samples:
+        raise BadInput(
+            f"{results}: no samples_<task>{suffix} beside it (run lm-eval with --log_samples)"
+        )
+    return LmEvalFiles(results=results, samples=dict(sorted(samples.items())))
+
+
+def read_lm_eval_run(samples_dir: Path, name: str, tasks: Collection[str] | None = None) -> Run:
+    """The newest lm-eval run in `samples_dir` as a regress Run named `name`.
+
+    `tasks` keeps only those tasks (default: every task with a samples file). A malformed
+    file is a BadInput naming the file and line.
+    """
+    files = find_lm_eval_files(samples_dir)
+    results = _read_json(files.results)
+    chosen = dict(files.samples)
+    if tasks is not None:
+        unknown = sorted(set(tasks) - set(chosen))
+        if unknown:
+            raise BadInput(
+                f"{files.results.parent}: no samples for {', '.join(unknown)} "
+                f"(the run has: {', '.join(chosen)})"
+            )
+        chosen = {t: p for t, p in chosen.items() if t in tasks}
+    records, infos = {}, {}
+    for task, path in chosen.items():
+        records[task], infos[task] = _read_task(task, path, results)
+    manifest = _manifest(name, files.results, results, infos)
+    return Run(manifest=manifest, records=records)
+
+
+def _manifest(
+    name: str, path: Path, results: dict[str, Any], tasks: dict[str, TaskInfo]
+) -> Manifest:
+    """Model, backend and environment as lm-eval's results file records them."""
+    config = results.get("config") or {}
+    model_args = _model_args(config.get("model_args"), path)
+    lm_eval_version = str(results.get("lm_eval_version") or "")
+    transformers_version = str(results.get("transformers_version") or "")
+    return Manifest(
+        name=name,
+        created=_created(results.get("date")),
+        regress_version=__version__,
+        model=_model(model_args, results),
+        backend=RuntimeFingerprint(
+            name=f"lm-eval:{config.get('model', 'unknown')}",
+            version=lm_eval_version,
+            params={
+                **model_args,
+                **{k: config[k] for k in ("batch_size", "device") if config.get(k) is not None},
+            },
+            libraries={"transformers": transformers_version},
+            # lm-eval's files do not say which kernels computed them.
+            hardware=HardwarePath(kernels="unknown"),
+        ),
+        suite_name="lm-eval",
+        tasks=tasks,
+        environment={
+            "source": "lm-eval",
+            "results_file": str(path),
+            "lm_eval_version": lm_eval_version,
+            "transformers_version": transformers_version,
+        },
+        command=f"lm-eval --model {config.get('model', '?')} --model_args "
+        + ",".join(f"{k}={v}" for k, v in model_args.items()),
+    )
+
+
+def canonical_doc(task: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """lm-eval's `doc` as regress shapes that task's documents (whole when regress has no shape)."""
+    for prefix, fields in _DOC_FIELDS.items():
+        if task.startswith(prefix):
+            return {k: doc[k] for k in fields if k in doc}
+    return doc
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """The fields of one samples line the records need, typed."""
+
+    where: str
+    """file:line, for error messages."""
+    doc_id: int
+    doc: dict[str, Any]
+    target: Any
+    requests: list[LoglikelihoodRequest]
+    loglik: list[float]
+    is_greedy: list[bool]
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _TaskSettings:
+    """What the results file and regress's own task say about how to read one task."""
+
+    group: str | None
+    metric: str
+    """Primary metric: regress's for tasks it knows, else acc (or acc_norm) as lm-eval logged."""
+    binary: bool
+    """Whether the metric is 0/1 per example (not truthfulqa_mc2's probability mass)."""
+    delimiter: str
+    num_fewshot: int
+    original: int | None
+    """Documents in the evaluated split (lm-eval's n-samples original)."""
+    higher_is_better: bool
+
+
+def _read_task(task: str, path: Path, results: dict[str, Any]) -> tuple[list[Record], TaskInfo]:
+    config = (results.get("configs") or {}).get(task, {})
+    output_type = config.get("output_type", _MULTIPLE_CHOICE)
+    if output_type != _MULTIPLE_CHOICE:
+        raise BadInput(
+            f"{path}: task {task} is {output_type}; only multiple_choice tasks can be "
+            "imported (leave it out with --tasks)"
+        )
+    samples = _read_samples(path)
+    settings = _settings(task, config, results, samples)
+    records: dict[int, Record] = {}
+    for sample in samples:
+        if sample.doc_id in records:
+            raise BadInput(f"{sample.where}: doc_id {sample.doc_id} appears twice")
+        records[sample.doc_id] = _record(task, sample, settings)
+    ordered = [records[doc_id] for doc_id in sorted(records)]
+    last = ordered[-1].doc_id + 1
+    dataset_hash, prompt_hash = task_hashes(ordered)
+    info = TaskInfo(
+        name=task,
+        group=settings.group,
+        n=len(ordered),
+        num_fewshot=settings.num_fewshot,
+        metric=settings.metric,
+        output_type="loglikelihood",
+        dataset_hash=dataset_hash,
+        prompt_hash=prompt_hash,
+        # Rerunning the first `last` documents covers every doc_id the run holds.
+        limit=last if settings.original is not None and last < settings.original else None,
+        higher_is_better=settings.higher_is_better,
+    )
+    return ordered, info
+
+
+def _settings(
+    task: str, config: dict[str, Any], results: dict[str, Any], samples: list[_Sample]
+) -> _TaskSettings:
+    if task in list_tasks():
+        ours = get_tasks([task])[0]
+        group, metric = ours.group, ours.primary_metric
+        binary = ours.binary
+    else:
+        group = _group_of(task, results)
+        metric = _unknown_task_metric(samples[0])
+        binary = {s.metrics.get(metric) for s in samples} <= {0.0, 1.0}
+    original = (results.get("n-samples") or {}).get(task, {}).get("original")
+    return _TaskSettings(
+        group=group,
+        metric=metric,
+        binary=binary,
+        delimiter=str(config.get("target_delimiter", " ")),
+        num_fewshot=int((results.get("n-shot") or {}).get(task) or 0),
+        original=original if isinstance(original, int) else None,
+        higher_is_better=bool(
+            (results.get("higher_is_better") or {}).get(task, {}).get(metric, True)
+        ),
+    )
+
+
+def _read_samples(path: Path) -> list[_Sample]:
+    samples = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, text in enumerate(fh, 1):
+            if text.strip():
+                samples.append(_parse(text, f"{path}:{lineno}"))
+    if not samples:
+        raise BadInput(f"{path}: no samples")
+    return samples
+
+
+def _parse(text: str, where: str) -> _Sample:
+    """One samples line, checked for the shape lm-eval writes for multiple choice."""
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{where}: not valid JSON ({exc.msg})") from exc
+    try:
+        doc_id, doc, arguments = line["doc_id"], line["doc"], line["arguments"]
+        if not isinstance(doc_id, int) or not isinstance(doc, dict):
+            raise TypeError("doc_id must be an integer and doc an object")
+        ordered = sorted(arguments.items(), key=lambda item: _arg_index(item[0]))
+        requests = [_request(args) for _, args in ordered]
+        # resps: one list per request, holding one [loglik, is_greedy] per repeat.
+        pairs = [resp[0] for resp in line["resps"]]
+        sample = _Sample(
+            where=where,
+            doc_id=doc_id,
+            doc=doc,
+            target=line.get("target"),
+            requests=requests,
+            loglik=[float(pair[0]) for pair in pairs],
+            is_greedy=[_bool(pair[1]) for pair in pairs],
+            metrics=_numeric_metrics(line),
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise BadInput(f"{where}: not an lm-eval multiple-choice sample ({exc!r})") from exc
+    if not requests or len(requests) != len(sample.loglik):
+        raise BadInput(f"{where}: {len(requests)} requests but {len(sample.loglik)} responses")
+    return sample
+
+
+def _numeric_metrics(line: dict[str, Any]) -> dict[str, float]:
+    """The per-example metrics that are numbers (f1 and mcc log (pred, gold) pairs instead)."""
+    values = {name: line[name] for name in line["metrics"]}
+    return {
+        name: float(value)
+        for name, value in values.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
+
+
+def _request(args: dict[str, Any]) -> LoglikelihoodRequest:
+    context, continuation = args["arg_0"], args["arg_1"]
+    if not isinstance(context, str) or not isinstance(continuation, str):
+        raise TypeError("arguments are not (context, continuation) strings")
+    return LoglikelihoodRequest(context, continuation)
+
+
+def _record(task: str, sample: _Sample, settings: _TaskSettings) -> Record:
+    choices = [_strip(r.continuation, settings.delimiter) for r in sample.requests]
+    scores = ChoiceScores(sample.loglik, sample.is_greedy, [len(c) for c in choices])
+    pred, pred_norm = argmax_choices(scores)
+    if settings.metric not in sample.metrics:
+        raise BadInput(f"{sample.where}: no {settings.metric} metric in the sample")
+    value = sample.metrics[settings.metric]
+    return Record(
+        task=task,
+        doc_id=sample.doc_id,
+        doc_hash=doc_hash(canonical_doc(task, sample.doc)),
+        prompt_hash=digest([request_hash(r) for r in sample.requests]),
+        target=_target(sample.target, choices),
+        # As regress's own scorers do: the prediction the primary metric judges.
+        pred=pred_norm if settings.metric == "acc_norm" else pred,
+        correct=int(value) if settings.binary else None,
+        metrics=sample.metrics,
+        scores=scores.as_dict(),
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: expected a JSON object (lm-eval's results file)")
+    for key in ("config", "configs", "n-shot", "n-samples", "higher_is_better", "group_subtasks"):
+        if not isinstance(data.get(key) or {}, dict):
+            raise BadInput(f"{path}: `{key}` is not an object")
+    return data
+
+
+def _arg_index(key: str) -> int:
+    # "gen_args_10" must follow "gen_args_9": order by number, not text.
+    return int(key.rsplit("_", 1)[1])
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value in ("True", "False"):
+        return value == "True"
+    raise ValueError(f"is_greedy {value!r} is not True or False")
+
+
+def _strip(continuation: str, delimiter: str) -> str:
+    """The choice text lm-eval's acc_norm measures: the continuation without the delimiter."""
+    return continuation[len(delimiter) :] if continuation.startswith(delimiter) else continuation
+
+
+def _target(target: Any, choices: list[str]) -> Any:
+    """lm-eval logs the gold choice's index as text ("2"), sometimes the choice itself."""
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.strip().isdigit():
+        return int(target)
+    if target in choices:
+        return choices.index(target)
+    return target
+
+
+def _unknown_task_metric(sample: _Sample) -> str:
+    for name in ("acc", "acc_norm"):
+        if name in sample.metrics:
+            return name
+    known = ", ".join(sample.metrics) or "none"
+    raise BadInput(f"{sample.where}: no acc or acc_norm metric to gate on (has: {known})")
+
+
+def _group_of(task: str, results: dict[str, Any]) -> str | None:
+    for group, members in (results.get("group_subtasks") or {}).items():
+        if task in members:
+            return str(group)
+    return None
+
+
+def _model_args(value: Any, where: Path) -> dict[str, Any]:
+    """lm-eval keeps model_args as the `k=v,...` text given, or as a dict."""
+    if isinstance(value, dict):
+        return dict(value)
+    if value is None or isinstance(value, str):
+        return parse_model_args(value)
+    raise BadInput(f"{where}: config.model_args is neither text nor an object")
+
+
+def _model(args: dict[str, Any], results: dict[str, Any]) -> ModelInfo:
+    """The model file when it exists here (sha256 and header), else just its name."""
+    pretrained = str(args.get("pretrained") or args.get("model") or results.get("model_name", ""))
+    ref = f"{pretrained}/{args['gguf_file']}" if args.get("gguf_file") else pretrained
+    path = Path(ref).expanduser()
+    if ref and path.exists():
+        try:
+            return model_info(str(path))
+        except BadInput:
+            pass  # a folder without weights here: identify the model by name only
+    return ModelInfo(ref=ref, sha256="")
+
+
+def _created(date: Any) -> str:
+    """lm-eval's `date` (a Unix time) as regress's UTC timestamp; now when absent."""
+    when = datetime.fromtimestamp(date, UTC) if isinstance(date, int | float) else datetime.now(UTC)
+    return when.isoformat(timespec="seconds")
+
+
+__all__ = ["LmEvalFiles", "canonical_doc", "find_lm_eval_files", "read_lm_eval_run"]

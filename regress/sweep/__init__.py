@@ -1,0 +1,1 @@
+"""Quantization sweeps: quantize, evaluate, measure, Pareto frontiers, recommend."""

@@ -1,0 +1,173 @@
+"""Quantize a GGUF through llama.cpp's quantize API: one settings object, one written file.
+
+`regress quantize` and `regress sweep` both come here. Settings beyond the target type are
+llama-quantize's own: `pure` (every tensor in the target type, no per-tensor mixture), and
+the types of the output and token-embedding tensors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from regress.backends.models import check_gguf
+from regress.core.errors import BadInput, RunFailed
+
+
+@dataclass(frozen=True)
+class QuantSettings:
+    """What llama-quantize is asked for."""
+
+    type: str
+    """Target file type: Q8_0, Q4_K_M, IQ4_XS, ..."""
+    pure: bool = False
+    """Quantize every tensor to `type` (llama-quantize --pure)."""
+    output_tensor_type: str | None = None
+    """Type of output.weight (llama-quantize --output-tensor-type); None: llama.cpp's choice."""
+    token_embedding_type: str | None = None
+    """Type of token_embd.weight (--token-embedding-type); None: llama.cpp's choice."""
+
+    @property
+    def name(self) -> str:
+        """A short label: `Q4_K_M`, `Q4_K_M+pure`, `Q4_0+out=Q8_0+emb=Q8_0`."""
+        parts = [self.type.upper()]
+        if self.pure:
+            parts.append("pure")
+        if self.output_tensor_type:
+            parts.append(f"out={self.output_tensor_type.upper()}")
+        if self.token_embedding_type:
+            parts.append(f"emb={self.token_embedding_type.upper()}")
+        return "+".join(parts)
+
+
+def file_types() -> dict[str, int]:
+    """llama.cpp's file types (LLAMA_FTYPE_MOSTLY_*) by name."""
+    import llama_cpp
+
+    prefix = "LLAMA_FTYPE_MOSTLY_"
+    return {k[len(prefix) :]: getattr(llama_cpp, k) for k in dir(llama_cpp) if k.startswith(prefix)}
+
+
+def tensor_types() -> dict[str, int]:
+    """ggml's tensor types (GGML_TYPE_*) by name, for the output and embedding tensors."""
+    import llama_cpp
+
+    prefix = "GGML_TYPE_"
+    return {k[len(prefix) :]: getattr(llama_cpp, k) for k in dir(llama_cpp) if k.startswith(prefix)}
+
+
+def check_settings(settings: QuantSettings) -> None:
+    """Refuse unknown type names before any work starts (BadInput)."""
+    ftypes = file_types()
+    if settings.type.upper() not in ftypes:
+        raise BadInput(
+            f"unknown quantization {settings.type!r}; known: {', '.join(sorted(ftypes))}"
+        )
+    ttypes = tensor_types()
+    for key in ("output_tensor_type", "token_embedding_type"):
+        value = getattr(settings, key)
+        if value is not None and value.upper() not in ttypes:
+            raise BadInput(f"unknown {key} {value!r}; known: {', '.join(sorted(ttypes))}")
+
+
+def quantize_file(src: Path, settings: QuantSettings | str, out: Path, threads: int = 0) -> Path:
+    """Quantize (or requantize) `src` as `settings` say (a type name alone is enough),
+    written atomically to `out`."""
+    import llama_cpp
+
+    if isinstance(settings, str):
+        settings = QuantSettings(settings)
+    check_gguf(src)
+    check_settings(settings)
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = file_types()[settings.type.upper()]
+    params.allow_requantize = True
+    params.nthread = threads
+    params.pure = settings.pure
+    if settings.output_tensor_type:
+        params.output_tensor_type = tensor_types()[settings.output_tensor_type.upper()]
+    if settings.token_embedding_type:
+        params.token_embedding_type = tensor_types()[settings.token_embedding_type.upper()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    try:
+        status = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), params)
+        if status != 0:
+            raise RunFailed(
+                f"llama.cpp could not quantize {src} to {settings.name} (status {status}); "
+                "some types (IQ2_XXS, Q2_K_S) need an importance matrix"
+            )
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the model from a CI cache
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+"""Bytes of GGUF's fixed-size value types (8 is a string, 9 an array)."""
+_STRING, _ARRAY = 8, 9
+
+
+def _skip_value(f: BinaryIO, kind: int) -> None:
+    if kind in _SCALAR_SIZES:
+        f.seek(_SCALAR_SIZES[kind], 1)
+    elif kind == _STRING:
+        (length,) = struct.unpack("<Q", f.read(8))
+        f.seek(length, 1)
+    elif kind == _ARRAY:
+        item, count = struct.unpack("<IQ", f.read(12))
+        if item in _SCALAR_SIZES:
+            f.seek(_SCALAR_SIZES[item] * count, 1)
+        else:
+            for _ in range(count):
+                _skip_value(f, item)
+    else:
+        raise BadInput(f"{f.name}: unknown GGUF value type {kind}")
+
+
+def weights_sha256(path: Path) -> str:
+    """sha256 over the tensor descriptions (names, shapes, types, offsets) and the tensor data,
+    not the header's metadata.
+
+    Two types that fall back to the same tensors (SmolLM2's 576-wide matrices cannot use
+    K-quants) give files whose sha256 differs only by the file-type field: this tells them
+    apart from files that really differ. The header is walked here rather than with
+    gguf.GGUFReader, which builds an object per vocabulary entry (seconds for 262k tokens).
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        magic, _version, n_tensors, n_kv = struct.unpack("<4sIQQ", f.read(24))
+        if magic != b"GGUF":
+            raise BadInput(f"{path}: not a GGUF file")
+        alignment = 32
+        for _ in range(n_kv):
+            (length,) = struct.unpack("<Q", f.read(8))
+            key = f.read(length)
+            (kind,) = struct.unpack("<I", f.read(4))
+            if key == b"general.alignment" and kind == 4:
+                (alignment,) = struct.unpack("<I", f.read(4))
+            else:
+                _skip_value(f, kind)
+        start = f.tell()
+        for _ in range(n_tensors):
+            (length,) = struct.unpack("<Q", f.read(8))
+            f.seek(length, 1)
+            (n_dims,) = struct.unpack("<I", f.read(4))
+            f.seek(8 * n_dims + 4 + 8, 1)  # dims, type, offset
+        end = f.tell()
+        f.seek(start)
+        digest.update(f.read(end - start))
+        f.seek(-(-end // alignment) * alignment)
+        while block := f.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()

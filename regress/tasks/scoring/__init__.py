@@ -1,0 +1,1 @@
+"""Scoring generated answers: validators and the sandbox for model-written code."""

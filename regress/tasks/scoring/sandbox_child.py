@@ -1,0 +1,254 @@
+"""The sandboxed side of `regress.tasks.scoring.sandbox`: contain this process, then run the
+tests in it.
+
+Run as `python -I -S sandbox_child.py CONFIG_JSON` with the sandbox folder as working
+directory, a scrubbed environment and the run's nonce on stdin. Standard library only: `-S`
+keeps site-packages (and regress itself) out, and nothing outside the read roots is readable
+once Landlock is on.
+
+Order matters. Joining the pids cgroup and the namespaces needs the privileges the later
+steps drop; rlimits and Landlock survive fork; `no_new_privs` must precede Landlock. Each
+layer that cannot be applied is an error (exit 125, one `sandbox:` line on stderr) unless the
+parent listed it as optional. The applied layers are written as JSON to the report pipe,
+closed before the tested code runs. Then the process forks: the child is pid 1 of the new
+pid namespace (an init that only reaps) and forks the worker that runs the tests. When init
+exits, the kernel kills everything left in the namespace, so a fork bomb cannot outlive the
+run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+import traceback
+
+SETUP_FAILED = 125
+RESULT_PREFIX = "REGRESS-SANDBOX-RESULT"
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+# Filesystem rights by the Landlock ABI that introduced them (linux/landlock.h).
+FS_READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read_file, read_dir
+FS_ALL_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+FS_FILE_ONLY = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+NET_BIND_CONNECT_TCP = (1 << 0) | (1 << 1)
+SCOPE_ABSTRACT_UNIX_AND_SIGNAL = (1 << 0) | (1 << 1)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class SetupError(Exception):
+    """A containment layer could not be applied."""
+
+
+class RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        raise SetupError(f"{what}: {os.strerror(ctypes.get_errno())}")
+    return result
+
+
+def join_cgroup(path: str) -> None:
+    """Move this process into the pids cgroup the parent made (its pids.max is the cap)."""
+    with open(os.path.join(path, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def enter_namespaces(uid: int, gid: int) -> None:
+    """New user, network and pid namespaces; this uid and gid map to themselves."""
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def set_limits(limits: dict[str, int]) -> None:
+    """Hard and soft rlimits alike, so the tested code cannot raise them back."""
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def landlock(abi: int, sandbox_dir: str, read_roots: list[str]) -> None:
+    """Writes only beneath the sandbox folder, reads only beneath the read roots, no TCP,
+    no signals or abstract unix sockets outside the sandbox (what this ABI can express)."""
+    fs_all = FS_ALL_BY_ABI[max(v for v in FS_ALL_BY_ABI if v <= abi)]
+    attr = RulesetAttr(
+        handled_access_fs=fs_all,
+        handled_access_net=NET_BIND_CONNECT_TCP if abi >= 4 else 0,
+        scoped=SCOPE_ABSTRACT_UNIX_AND_SIGNAL if abi >= 6 else 0,
+    )
+    size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _check(
+        _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0), "landlock"
+    )
+    rules = [(root, FS_READ) for root in read_roots] + [(sandbox_dir, fs_all)]
+    for path, access in rules:
+        if not os.path.exists(path):
+            continue
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            allowed = access & fs_all
+            if not os.path.isdir(path):
+                allowed &= FS_FILE_ONLY
+            rule = PathBeneathAttr(allowed_access=allowed, parent_fd=fd)
+            _check(
+                _libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                              ctypes.byref(rule), 0),
+                f"landlock rule for {path}",
+            )  # fmt: skip
+        finally:
+            os.close(fd)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock restrict_self")
+    os.close(ruleset)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is off."""
+    return max(
+        0, _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    )
+
+
+def contain(config: dict) -> list[str]:
+    """Apply every layer; return the names of those applied."""
+    optional = set(config["optional"])
+    applied: list[str] = []
+
+    def layer(name: str, apply) -> None:
+        try:
+            apply()
+        except (OSError, SetupError, ValueError) as e:
+            if name not in optional:
+                raise SetupError(f"{name}: {e}") from e
+        else:
+            applied.append(name)
+
+    def process_limit() -> None:
+        if config["cgroup"]:
+            join_cgroup(config["cgroup"])
+        elif os.getuid() == 0:
+            raise SetupError("RLIMIT_NPROC does not bind root and no pids cgroup is writable")
+        elif "namespaces" not in applied:
+            # RLIMIT_NPROC counts per user namespace: outside a fresh one it would count
+            # (and collide with) every process of this user on the machine.
+            raise SetupError("RLIMIT_NPROC needs the user namespace")
+
+    if config["cgroup"]:
+        layer("process_limit", process_limit)
+    layer("namespaces", lambda: enter_namespaces(os.getuid(), os.getgid()))
+    if not config["cgroup"]:
+        layer("process_limit", process_limit)
+    set_limits(config["rlimits"])
+    applied.append("rlimits")
+
+    def apply_landlock() -> None:
+        abi = landlock_abi()
+        if abi < config["min_landlock_abi"]:
+            raise SetupError(f"kernel Landlock ABI {abi} < {config['min_landlock_abi']}")
+        landlock(abi, os.getcwd(), config["read_roots"])
+
+    layer("landlock", apply_landlock)
+    return applied
+
+
+def run_tests(source: str, tests: list[str], nonce: str) -> None:
+    """Run the solution, then each test statement; print one result line with the nonce."""
+    main_pid = os.getpid()
+    outcome = {"status": "passed", "failed": [], "errors": []}
+    try:
+        code = compile(source, "solution.py", "exec")
+    except (SyntaxError, ValueError) as e:
+        outcome.update(status="syntax_error", errors=[f"{type(e).__name__}: {e}"])
+        print(f"{RESULT_PREFIX} {nonce} {json.dumps(outcome)}", flush=True)
+        return
+    namespace: dict = {"__name__": "solution"}
+    steps = [("<solution>", code), *((t, t) for t in tests)]
+    for label, step in steps:
+        try:
+            exec(step, namespace)
+        except BaseException as e:  # the tested code may raise anything, SystemExit too
+            if label == "<solution>":
+                outcome["failed"] = list(tests)
+            else:
+                outcome["failed"].append(label)
+            outcome["errors"].append(f"{type(e).__name__}: {str(e)[:200]}")
+            if isinstance(e, MemoryError):
+                outcome["status"] = "memory"
+            if label == "<solution>":
+                break
+        if os.getpid() != main_pid:
+            os._exit(1)  # a forked copy of the tested code reports nothing
+    if outcome["failed"] and outcome["status"] == "passed":
+        outcome["status"] = "failed"
+    print(f"{RESULT_PREFIX} {nonce} {json.dumps(outcome)}", flush=True)
+
+
+def _exit_status(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def main() -> None:
+    """Contain, report the layers, then init (pid 1) -> worker."""
+    config = json.loads(sys.argv[1])
+    nonce = sys.stdin.readline().strip()
+    with open("solution.py", encoding="utf-8") as f:
+        source = f.read()
+    with open("tests.json", encoding="utf-8") as f:
+        tests = json.load(f)
+    try:
+        applied = contain(config)
+    except SetupError as e:
+        print(f"sandbox: {e}", file=sys.stderr, flush=True)
+        os._exit(SETUP_FAILED)
+    with os.fdopen(config["report_fd"], "w") as report:
+        report.write(json.dumps(applied))
+    init = os.fork()
+    if init:
+        os._exit(_exit_status(os.waitpid(init, 0)[1]))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    worker = os.fork()
+    if worker:
+        # Init: reap orphans until the worker ends; returning kills the namespace.
+        while True:
+            pid, status = os.wait()
+            if pid == worker:
+                os._exit(_exit_status(status))
+    try:
+        run_tests(source, tests, nonce)
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The house: every module in the wing of its stage of the data flow, the layers enforced by
+import-linter, a command line that imports a command only when it runs, a typed public API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+import regress
+from regress.cli import COMMANDS, cli
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "regress"
+WINGS = {"core", "run", "gate", "proxy", "sweep", "tasks", "backends", "bench", "report", "cli"}
+
+
+def test_every_module_sits_in_a_wing() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py"], f"flat modules outside the wings: {top}"
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == WINGS
+    for wing in WINGS:
+        assert (PACKAGE / wing / "__init__.py").is_file()
+
+
+def test_import_linter_layers_hold() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 kept, 0 broken" in done.stdout
+
+
+def test_the_command_list_imports_no_command() -> None:
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom regress.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['--help'])\nassert r.exit_code == 0, r.output\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('numpy', 'scipy', 'rich', 'yaml', 'jinja2', 'llama_cpp', 'torch'))\n"
+        "ours = sorted(m for m in sys.modules if m.startswith('regress.'))\n"
+        "print(heavy, ours)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[] ['regress.cli']"
+
+
+def test_each_listed_summary_is_the_commands_own() -> None:
+    ctx = click.Context(cli)
+    for name, (_, summary) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.name == name
+        listed = click.Command(name, help=summary).get_short_help_str(80)
+        assert command.get_short_help_str(80) == listed, name
+
+
+def test_the_public_api_loads_lazily_and_completely() -> None:
+    for name in regress.__all__:
+        assert getattr(regress, name) is not None, name
+    code = "import sys, regress; print(sorted(m for m in sys.modules if m.startswith('regress')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['regress']"
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def test_mypy_is_clean_on_the_public_api() -> None:
+    public = sorted({module for module in regress._PUBLIC.values()})
+    files = ["regress/__init__.py"] + [m.replace(".", "/") + ".py" for m in public]
+    files = [f if (REPO / f).exists() else f.removesuffix(".py") + "/__init__.py" for f in files]
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", *files], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
