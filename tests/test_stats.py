@@ -11,6 +11,8 @@ from conftest import REPO
 from scipy import optimize
 from scipy.stats import binomtest, norm, ttest_1samp
 from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 from regress.gate import operating
 from regress.gate.operating import (
@@ -35,6 +37,7 @@ from regress.gate.stats import (
     paired_mean_test,
     tango_score,
     top1_agreement,
+    wilson_interval,
 )
 
 # Imported under another name: pytest would try to collect a class called Test*.
@@ -269,11 +272,26 @@ def test_inconclusive_interval_shortcut_is_tangos_interval():
         assert bool(reaches) == (-low > operating.MAX_DROP), (b, c, low)
 
 
-def test_holm_for_many_runs_is_statsmodels_holm():
+def test_holm_and_bonferroni_are_statsmodels_to_the_bit():
+    """The gate's own corrections against statsmodels' `multipletests` (a test oracle only:
+    the runtime does not import statsmodels), ties and p-values near 1 included."""
     rng = np.random.default_rng(8)
-    pvalues = rng.uniform(0, 0.2, size=(50, 3))
-    expected = [adjust_pvalues(list(row), Correction.HOLM) for row in pvalues]
-    assert holm_rows(pvalues) == pytest.approx(np.array(expected))
+    rows = [*rng.uniform(0, 0.2, size=(50, 3)), *rng.uniform(0, 1, size=(50, 5))]
+    rows += [np.array([0.01, 0.01, 0.04]), np.array([0.3, 0.3, 0.3, 0.3])]
+    for row in rows:
+        for method in Correction:
+            expected = multipletests(list(row), method=str(method))[1]
+            assert adjust_pvalues(list(row), method) == list(expected)
+    wide = rng.uniform(0, 0.2, size=(50, 3))
+    expected = np.array([multipletests(list(row), method="holm")[1] for row in wide])
+    assert np.array_equal(holm_rows(wide), expected)
+
+
+def test_wilson_interval_is_statsmodels_to_the_bit():
+    for count, nobs in [(0, 1), (1, 1), (0, 40), (17, 40), (40, 40), (123, 500), (499, 500)]:
+        for alpha in (0.05, 0.1):
+            expected = proportion_confint(count, nobs, alpha=alpha, method="wilson")
+            assert wilson_interval(count, nobs, alpha) == tuple(float(x) for x in expected)
 
 
 def test_the_docs_show_the_operating_characteristics_the_code_computes(table):

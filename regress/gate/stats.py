@@ -172,7 +172,8 @@ def wilson_interval(count: int, nobs: int, alpha: float = 0.05) -> tuple[float, 
     denom = 1 + crit2 / nobs
     center = (q + crit2 / (2 * nobs)) / denom
     dist = crit * math.sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * nobs**2)) / denom
-    return center - dist, center + dist
+    # Inside [0, 1] mathematically; clipped for the last bit of rounding, as statsmodels does.
+    return max(0.0, center - dist), min(1.0, center + dist)
 
 
 def choice_kl(base_logliks: np.ndarray, cand_logliks: np.ndarray) -> np.ndarray:
