@@ -438,3 +438,20 @@ def test_plan_baseline_gives_each_unit_its_mde_and_n():
     assert mmlu.n_needed == accuracy_n(0.12, 0.06, 0.03, Rule.CHANGE, 0.025, 0.8)
     (arc,) = plan_baseline(runs({"arc_easy": (500, 0, 0)})[0], Policy(), 0.12, drop=0.05)
     assert arc.n_needed == accuracy_n(0.12, 0.05, 0.02, Rule.MARGIN, 0.05, 0.8)
+
+
+def test_a_policy_built_from_strings_judges_as_one_built_from_enums():
+    """A library caller's `Policy(rule="margin")` once mixed the two rules (the gate compares
+    rules by identity): n=300, b=12, c=1 came out REGRESSION instead of INCONCLUSIVE."""
+    base, cand = runs({"arc_easy": (300, 12, 1)})
+    typed = compare(base, cand, Policy(rule=Rule.MARGIN)).units[0]
+    spelled = compare(base, cand, Policy(rule="margin", correction="holm", test="midp")).units
+    assert typed.verdict is Verdict.INCONCLUSIVE
+    assert spelled[0] == typed
+    assert Policy(units={"arc_easy": UnitPolicy(rule="change")}).for_unit("arc_easy").rule is (
+        Rule.CHANGE
+    )
+    with pytest.raises(BadInput, match="rule must be one of margin, change, not 'marginal'"):
+        Policy(rule="marginal")
+    with pytest.raises(BadInput, match="inconclusive must be one of warn, fail"):
+        Policy(inconclusive="maybe")

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import yaml
 
@@ -53,6 +53,18 @@ class Inconclusive(StrEnum):
     """Exit 1, like a regression."""
 
 
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(kind: type[E], value: object, name: str) -> E:
+    """`value` as a member of `kind` (a member, or its string); BadInput naming the choices."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(member) for member in kind)
+        raise BadInput(f"policy: {name} must be one of {choices}, not {value!r}") from None
+
+
 @dataclass(frozen=True)
 class UnitPolicy:
     """Overrides for one gated unit (a task, or a group such as `mmlu`)."""
@@ -63,6 +75,10 @@ class UnitPolicy:
     gate: bool = True
     """False: the unit is compared and reported but never changes the verdict."""
     rule: Rule | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule is not None:
+            object.__setattr__(self, "rule", _choice(Rule, self.rule, "rule"))
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,17 @@ class Policy:
     max_slowdown: float = 0.10
     """Latency gate: largest tolerated relative increase of end-to-end latency (0.10 = 10%
     slower); only a significant slowdown beyond it fails."""
+
+    def __post_init__(self) -> None:
+        # The gate compares these by identity (`rule is Rule.MARGIN`): a plain string from a
+        # library caller would silently mix the rules, so strings are converted or refused.
+        for name, kind in (
+            ("rule", Rule),
+            ("correction", Correction),
+            ("test", Test),
+            ("inconclusive", Inconclusive),
+        ):
+            object.__setattr__(self, name, _choice(kind, getattr(self, name), name))
 
     def for_unit(self, unit: str) -> UnitPolicy:
         """The unit's effective settings: its overrides filled in with the defaults."""
