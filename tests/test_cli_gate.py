@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -315,3 +316,36 @@ def _rows(db: Path) -> int:
 
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+
+@pytest.mark.model
+def test_edited_cache_rows_are_computed_again_and_reported(store, tmp_path):
+    """Rewritten cached rows once turned a verdict around without a word: now they fail their
+    digest, are computed again, and the report counts them."""
+    cache, report = tmp_path / "cache", tmp_path / "r.json"
+    gate = ["check", "-b", "main", "--store", str(store), "-m", "smollm2-135m"]
+    gate += ["--cache-dir", str(cache), "--report-json", str(report)]
+    code, text = run(*gate)
+    first = json.loads(report.read_text())
+    requests = first["cache"][0]["computed"]
+    assert first["cache"] == [
+        {"run": "candidate", "enabled": True, "replayed": 0, "computed": requests, "rejected": 0}
+    ]
+    assert requests >= 2 * 60, text  # every choice of 60 examples
+    with sqlite3.connect(cache / "results.sqlite") as db:
+        rows = db.execute("SELECT key, value FROM results").fetchall()
+        edited = []
+        for key, value in rows:
+            row = json.loads(value)
+            body = json.loads(row["body"])
+            body["logprob"] = -1.0
+            edited.append((json.dumps({**row, "body": json.dumps(body, sort_keys=True)}), key))
+        db.executemany("UPDATE results SET value = ? WHERE key = ?", edited)
+    assert run(*gate)[0] == code
+    second = json.loads(report.read_text())
+    assert second["verdict"] == first["verdict"] and second["units"] == first["units"]
+    assert second["cache"][0] | {"rejected": 0, "computed": 0} == first["cache"][0] | {
+        "computed": 0
+    }
+    assert second["cache"][0]["rejected"] == len(rows) == requests
+    assert any("failed their digest" in w for w in second["warnings"])

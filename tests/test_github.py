@@ -28,6 +28,7 @@ from regress.report.github import (
     main,
     pr_number_from_event,
     protected_changes,
+    sanitize_markdown,
     should_fail,
     truncate_utf8,
     upsert_comment,
@@ -417,6 +418,51 @@ def test_summary_defuses_mentions_and_images(tmp_path: Path) -> None:
     path = tmp_path / "summary.md"
     append_step_summary("hi @octocat ![x](https://evil.example/p.gif)\n", path)
     assert path.read_text() == "hi @\u200boctocat [image removed]\n"
+
+
+def test_an_unterminated_media_tag_is_cut_to_its_line_end_only() -> None:
+    report = (
+        "### Flips\n\n| 1 | <video | b |\n| 2 | <img src=x on… | c |\n| 3 | ok | d |\n\n"
+        "### Failures\n\n> quoted\n\n### Policy\n\n<!-- regress-report -->\n"
+    )
+    assert sanitize_markdown(report) == (
+        "### Flips\n\n| 1 | [image removed]\n| 2 | [image removed]\n| 3 | ok | d |\n\n"
+        "### Failures\n\n> quoted\n\n### Policy\n\n<!-- regress-report -->\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "<img\nsrc=https://evil.example/x>",
+        "</VIDEO\r\n>",
+        "<svg onload=alert(1)>",
+        "![x](\nhttps://evil.example/p.png)",
+        "![x\ny](https://evil.example/p.png)",
+        "![ref]\n\n[ref]: https://evil.example/p.png",
+    ],
+)
+def test_no_media_tag_or_image_survives_a_split(hostile: str) -> None:
+    text = sanitize_markdown(f"a {hostile} b\nnext line\n")
+    assert "![" not in text
+    assert re.search(r"<\s*/?\s*(?:img|svg|video)", text, re.I) is None
+    assert text.endswith("\nnext line\n")  # the next line is never eaten
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("@@octocat", "@@\u200boctocat"),
+        ("x@@octocat", "x@@\u200boctocat"),
+        ("(@octocat) -@acme/team", "(@\u200boctocat) -@\u200bacme/team"),
+        ("café@octocat", "café@\u200boctocat"),  # GitHub's word characters are ASCII
+        ("\u200b@octocat", "\u200b@\u200boctocat"),
+        ("a@b.example snake_@x @\u200bdone", "a@b.example snake_@x @\u200bdone"),
+    ],
+)
+def test_every_mention_is_defused(text: str, expected: str) -> None:
+    assert sanitize_markdown(text) == expected
+    assert sanitize_markdown(expected) == expected
 
 
 def test_protected_changes_and_the_report_note(tmp_path: Path) -> None:

@@ -11,16 +11,20 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from regress.core.errors import BadInput
+from regress.cli import cli
+from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.hashes import digest
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record
 from regress.core.store import Store
+from regress.gate.check import CheckOptions, check
 from regress.gate.compare import compare
 from regress.gate.drift import drift_report
 from regress.gate.drift import parse_age as age
+from regress.gate.integrity import proxy_parent_problems, proxy_problems
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
 from regress.gate.rules import Rule
@@ -297,3 +301,51 @@ def test_calibrate_measures_flip_rates_by_margin_decile_and_build_uses_them(pare
     assert result.exit_code == 0, result.output
     strata = Store(tmp_path / "b").load("px").manifest.proxy.unit_strata("arc_easy")
     assert strata[0].sampled > strata[5].sampled
+
+
+def test_a_design_that_contradicts_its_proxy_is_refused(parent, tmp_path):
+    """An edited population (125 -> 125,000) once passed `baseline verify` and moved a verdict
+    from INCONCLUSIVE to PASS: every stratum weighs the estimates, so it is checked in full."""
+    store = Store(tmp_path)
+    store.save(parent)
+    proxy = build_proxy(store.load("full"), "proxy", ProxyOptions(budget=300))
+    assert proxy_problems(proxy) == []
+    store.save(proxy)
+    verify = ["baseline", "verify", "proxy", "--store", str(tmp_path)]
+    assert CliRunner().invoke(cli, verify).exit_code == 0
+    design = proxy.manifest.proxy
+    first = design.strata[0]
+    inflated = dataclasses.replace(first, population=first.population * 1000)
+    tampered = dataclasses.replace(
+        proxy,
+        manifest=dataclasses.replace(
+            proxy.manifest,
+            proxy=dataclasses.replace(design, strata=(inflated, *design.strata[1:])),
+        ),
+    )
+    (problem,) = proxy_problems(tampered)
+    assert problem.startswith(f"unit {first.unit}: its strata hold ")
+    with pytest.raises(BadInput, match="its strata hold"):
+        check(tampered, _run("cand", proxy.records), CheckOptions())
+    store.save(tampered)
+    done = CliRunner().invoke(cli, verify)
+    assert done.exit_code == ExitCode.BAD_INPUT and "its strata hold" in done.output
+    # A record moved to another stratum, and a parent whose records changed.
+    moved = dataclasses.replace(
+        design,
+        strata=(
+            dataclasses.replace(
+                first, margin_low=first.margin_high + 1, margin_high=first.margin_high + 2
+            ),
+            *design.strata[1:],
+        ),
+    )
+    outside = proxy_problems(
+        dataclasses.replace(proxy, manifest=dataclasses.replace(proxy.manifest, proxy=moved))
+    )
+    assert len(outside) == first.sampled and all("outside its stratum" in p for p in outside)
+    sampled = proxy.records["arc_easy"][0].doc_id
+    changed = _flipped(store.load("full"), {("arc_easy", sampled)})
+    found = proxy_parent_problems(proxy, changed)
+    assert found[0].endswith("its records changed since the proxy")
+    assert found[1:] == [f"arc_easy doc {sampled}: not the parent's record of that example"]

@@ -3,12 +3,14 @@
 import dataclasses
 import json
 import math
+import re
 
 from conftest import REPO
 
 from regress.core.errors import ExitCode
 from regress.gate.policy import Policy, UnitPolicy
 from regress.gate.results import (
+    CacheUse,
     Comparison,
     Fingerprint,
     Flip,
@@ -18,6 +20,7 @@ from regress.gate.results import (
     Verdict,
 )
 from regress.gate.rules import Rule
+from regress.report.github import sanitize_markdown
 from regress.report.json_report import render_json
 from regress.report.markdown import MARKER, render_markdown
 
@@ -361,3 +364,80 @@ def test_a_pass_beyond_max_drop_says_what_the_unit_could_detect():
         "p: one-sided, rule `margin` (H0: drop within the threshold) for piqa; "
         "rule `change` (H0: no drop) for arc_easy."
     ) in render_markdown(mixed)
+
+
+HOSTILE = (
+    "<video",
+    "<img src=x",
+    '<img src="https://evil.example/pixel.gif" onerror=alert(1)>',  # cut mid-tag at 40
+    "<svg onload=alert(1)>",
+    "![x](http://evil.example/p.png)",
+    "![x](\nhttp://evil.example/split.png)",
+    "a `b | c` d ``` e",
+    "x\\| ✅ fixed \\| ✅ fixed",  # a backslash before a pipe must not split the cell
+    "ask @octocat",
+    "ask @@octocat, café@octocat",
+    "line one\nline two <video src=x\n>",
+    "</video><audio src=x>",
+)
+# An active mention: `@name` not after an ASCII word character (GitHub's rule).
+ACTIVE_MENTION = re.compile(r"(?<![A-Za-z0-9_])@(?=[A-Za-z0-9])")
+MEDIA_TAG = re.compile(r"<\s*/?\s*(?:img|image|picture|source|video|audio|svg)", re.I)
+
+
+def hostile_report():
+    flips = tuple(
+        Flip("arc_easy", i, answer, HOSTILE[-1 - i], HOSTILE[(i + 3) % 12], i % 2 == 0, "ok")
+        for i, answer in enumerate(HOSTILE)
+    )
+    comparison = dataclasses.replace(COMPARISON, flips=flips, n_flips=len(flips))
+    return render_markdown(comparison)
+
+
+def cells(row):
+    """A table row's cells, split at unescaped pipes as GitHub does."""
+    return [c.strip() for c in re.findall(r"(?:\\.|[^|\\])+", row.strip().strip("|"))]
+
+
+def test_hostile_answers_keep_every_row_and_section_of_the_sanitized_report():
+    raw = hostile_report()
+    text = sanitize_markdown(raw)
+    flips = text[text.index("### Flips") : text.index("### Failures")]
+    rows = [line for line in flips.splitlines() if line.startswith("| arc_easy | ")]
+    assert [cells(r)[1] for r in rows] == [str(i) for i in range(len(HOSTILE))]
+    # Six cells each, the verdict column last: no answer shifts the columns.
+    assert [cells(r)[-1] for r in rows] == ["❌ regressed", "✅ fixed"] * 6
+    assert all(len(cells(r)) == 6 for r in rows)
+    headings = [line for line in raw.splitlines() if line.startswith("#")]
+    for section in ("### Flips", "### Failures", "### Models", "### Policy", "### Reproduce"):
+        assert any(h.startswith(section) for h in headings)
+    assert [line for line in text.splitlines() if line.startswith("#")] == headings
+    assert text.endswith(f"\n{MARKER}\n")
+
+
+def test_hostile_answers_leave_no_mention_media_tag_or_image():
+    text = sanitize_markdown(hostile_report())
+    assert ACTIVE_MENTION.search(text) is None
+    assert MEDIA_TAG.search(text) is None
+    assert "![" not in text
+    assert "@\u200b@\u200boctocat" not in text and "@@\u200boctocat" in text
+
+
+def test_a_cell_is_cut_between_escapes_never_inside_one():
+    flip = Flip("arc_easy", 1, "x" * 38 + "<<<", "|" * 50, "<img src=x>", True, "ok")
+    text = render_markdown(dataclasses.replace(COMPARISON, flips=(flip,), n_flips=1))
+    assert "| " + "x" * 38 + "&lt;… | " + "\\|" * 39 + "… | &lt;img src=x> |" in text
+
+
+def test_the_report_says_how_many_results_came_from_the_cache():
+    uses = (
+        CacheUse("candidate", True, 1200, 600, 3),
+        CacheUse("baseline rerun", False, 0, 0, 0),
+    )
+    text = render_markdown(dataclasses.replace(COMPARISON, cache=uses))
+    assert (
+        "- Result cache, candidate: 1,200 results replayed, 600 computed; 3 cached rows refused "
+        "(corrupt or failing their digest) and computed again.\n"
+        "- Result cache off for the baseline rerun: every result computed here."
+    ) in text
+    assert "Result cache" not in render_markdown(COMPARISON)

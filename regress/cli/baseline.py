@@ -29,7 +29,12 @@ from regress.cli.common import (
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
 from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
-from regress.gate.integrity import check_fit_to_store, record_problems
+from regress.gate.integrity import (
+    check_fit_to_store,
+    proxy_parent_problems,
+    proxy_problems,
+    record_problems,
+)
 from regress.run.generation import GenerationSettings
 from regress.run.lm_eval_import import read_lm_eval_run
 from regress.run.runner import RunPlan, suite_specs
@@ -219,6 +224,10 @@ def verify(name: str, store: Path) -> None:
             problems.append(f"{task}: dataset hash does not match its records")
         if prompt_hash != info.prompt_hash:
             problems.append(f"{task}: prompt hash does not match its records")
+    problems += proxy_problems(run)
+    design = run.manifest.proxy
+    if design is not None and design.parent in Store(store).names():
+        problems += proxy_parent_problems(run, Store(store).load(design.parent))
     model = run.manifest.model
     try:
         path = resolve_model_path(model.ref)

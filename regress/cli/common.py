@@ -312,14 +312,20 @@ def run_with_progress(label: str, plan: RunPlan) -> Outcome:
     """Execute `plan` behind a progress bar, noting cache reuse."""
     with progress_bar(label) as progress:
         outcome = execute(plan, progress)
-    note_cache(outcome.cached)
+    note_cache(outcome)
     return outcome
 
 
-def note_cache(cached: int) -> None:
-    """Say when a run replayed cached results (a resumed or repeated run)."""
-    if cached:
-        stderr.print(f"reused {cached} cached results (--no-cache recomputes them)")
+def note_cache(outcome: Outcome) -> None:
+    """Say when a run replayed cached results (a resumed or repeated run), and when cached
+    rows were refused (corrupt, or edited: they fail their digest)."""
+    if outcome.cached:
+        stderr.print(f"reused {outcome.cached} cached results (--no-cache recomputes them)")
+    if outcome.cache_rejected:
+        stderr.print(
+            f"warning: {outcome.cache_rejected} cached results were corrupt or failed their "
+            "digest and were computed again"
+        )
 
 
 def write_report(path: Path, text: str) -> None:

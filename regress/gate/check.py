@@ -35,10 +35,12 @@ from regress.core.manifest import Run
 from regress.gate.choice_calibration import compare_calibration
 from regress.gate.compare import MISMATCH_REFUSED, compare, hash_difference, judge, pair
 from regress.gate.drift import DriftReport, drift_report
+from regress.gate.integrity import check_proxy
 from regress.gate.noise import Cause, typical
 from regress.gate.pairing import pair_runs
 from regress.gate.policy import Policy
 from regress.gate.results import (
+    CacheUse,
     Comparison,
     Fingerprint,
     HardwareAction,
@@ -119,6 +121,7 @@ def check(
     """
     options = options or CheckOptions()
     progress = progress or (lambda label: nullcontext(None))
+    check_proxy(baseline)
     if isinstance(candidate, Run):
         result = _compare(baseline, candidate, options)
         differences = tuple(
@@ -137,18 +140,35 @@ def check(
     if not options.allow_mismatch:
         _refuse_changed_inputs(baseline, prepared)
     outcome = _run(plan, f"check {candidate.model}", progress, prepared)
-    reference, hardware, more = _reference(baseline, outcome.run, options, progress)
+    rerun, hardware, more = _reference(baseline, outcome.run, options, progress)
+    reference = rerun.run if rerun is not None else None
     result = _compare(reference or baseline, outcome.run, options)
     repeat = None
     if options.repeat_check:
         repeat = _repeatability(outcome.run, plan, options.repeat_check, progress)
+    uses = [_cache_use("candidate", outcome)] + (
+        [_cache_use("baseline rerun", rerun)] if rerun is not None else []
+    )
+    rejected = [
+        f"{u.rejected} cached result(s) of the {u.run} failed their digest or were corrupt and "
+        "were computed again: the cache folder was damaged or edited"
+        for u in uses
+        if u.rejected
+    ]
     result = replace(
         result,
-        warnings=(*warnings, *more, *result.warnings),
+        warnings=(*warnings, *more, *rejected, *result.warnings),
         hardware=hardware,
         repeatability=repeat,
+        cache=tuple(uses),
     )
     return CheckResult(result, outcome.run, reference)
+
+
+def _cache_use(run: str, outcome: Outcome) -> CacheUse:
+    return CacheUse(
+        run, outcome.cache_enabled, outcome.cached, outcome.computed, outcome.cache_rejected
+    )
 
 
 def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison:
@@ -221,7 +241,7 @@ def _run(
 
 def _reference(
     baseline: Run, candidate: Run, options: CheckOptions, progress: RunProgress
-) -> tuple[Run | None, HardwareCheck, list[str]]:
+) -> tuple[Outcome | None, HardwareCheck, list[str]]:
     """Rerun the baseline's model here when the policy above says so; else say why not."""
     old, new = baseline.manifest.backend, candidate.manifest.backend
     differences = tuple(hardware_differences(old, new))
@@ -258,8 +278,8 @@ def _reference(
         command=options.command,
         tasks=options.tasks,
     )
-    reference = _run(plan, f"rerun baseline {baseline.manifest.name}", progress).run
-    moved = compare(baseline, reference, options.policy)
+    rerun = _run(plan, f"rerun baseline {baseline.manifest.name}", progress)
+    moved = compare(baseline, rerun.run, options.policy)
     paired = [unit for unit in moved.units if unit.n]
     weighted = [(u.kl_divergence, u.n) for u in paired if u.kl_divergence is not None]
     kl = sum(k * n for k, n in weighted) / sum(n for _, n in weighted) if weighted else None
@@ -272,7 +292,7 @@ def _reference(
         kl_divergence=kl,
         typical=note,
     )
-    return reference, hardware, []
+    return rerun, hardware, []
 
 
 def _pinned_model_problem(baseline: Run, where: str | None) -> str:

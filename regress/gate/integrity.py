@@ -16,6 +16,7 @@ from typing import Any
 from regress.core.errors import BadInput, RunFailed
 from regress.core.manifest import Run, TaskInfo
 from regress.core.records import Record
+from regress.gate.margins import record_margin
 from regress.gate.policy import Policy
 from regress.tasks.multiple_choice import ChoiceScores, argmax_choices
 
@@ -101,3 +102,74 @@ def _argmax(scores: dict[str, list[Any]], metric: str) -> int | None:
         return None
     best, best_norm = argmax_choices(ChoiceScores(list(loglik), [], list(chars)))
     return best if metric == "acc" else best_norm
+
+
+def proxy_problems(run: Run) -> list[str]:
+    """What in a stored proxy contradicts its sampling design, whose populations and inclusion
+    probabilities weigh every estimate the gate makes from it (an edited population moves a
+    verdict): a unit's strata that do not hold exactly the parent's examples, a sampled
+    example missing from the records or outside its stratum's margin range, records the
+    design did not sample. Empty for a plain baseline."""
+    design = run.manifest.proxy
+    if design is None:
+        return []
+    problems = []
+    units: dict[str, list[str]] = {}
+    for name, info in sorted(run.manifest.tasks.items()):
+        units.setdefault(info.group or name, []).append(name)
+    for unit in sorted({s.unit for s in design.strata} - set(units)):
+        problems.append(f"stratum unit {unit} is not a unit of the proxy's tasks")
+    by_doc = {(r.task, r.doc_id): r for records in run.records.values() for r in records}
+    sampled = set()
+    for unit, tasks in units.items():
+        strata = design.unit_strata(unit)
+        held = sum(s.population for s in strata)
+        parent = sum(design.parent_n.get(task, 0) for task in tasks)
+        if held != parent:
+            problems.append(f"unit {unit}: its strata hold {held} examples, the parent {parent}")
+        for h, task, doc in design.members(unit):
+            sampled.add((task, doc))
+            record = by_doc.get((task, doc))
+            if record is None or task not in tasks:
+                problems.append(f"{task} doc {doc}: sampled for {unit} but not in its records")
+                continue
+            margin = record_margin(record, run.manifest.tasks[task].metric)
+            value = -math.inf if margin is None else margin
+            if not strata[h].margin_low <= value <= strata[h].margin_high:
+                problems.append(
+                    f"{task} doc {doc}: margin {value:.6g} outside its stratum's "
+                    f"[{strata[h].margin_low:.6g}, {strata[h].margin_high:.6g}]"
+                )
+    problems += [
+        f"{task} doc {doc}: not sampled by the design" for task, doc in by_doc.keys() - sampled
+    ]
+    return problems
+
+
+def check_proxy(run: Run) -> None:
+    """BadInput when a stored proxy contradicts its design (see `proxy_problems`)."""
+    problems = proxy_problems(run)
+    if problems:
+        raise BadInput(
+            f"proxy {run.manifest.name}: {problems[0]} ({len(problems)} problem(s); "
+            f"`regress baseline verify {run.manifest.name}` lists them)"
+        )
+
+
+def proxy_parent_problems(proxy: Run, parent: Run) -> list[str]:
+    """What a proxy's records and design contradict in its parent baseline: the parent's
+    records changed since the proxy was drawn, or a sampled record is not the parent's."""
+    design = proxy.manifest.proxy
+    if design is None:
+        return []
+    problems = []
+    if design.parent_records_sha256 != parent.manifest.records_sha256:
+        problems.append(f"parent {parent.manifest.name}: its records changed since the proxy")
+    theirs = {(r.task, r.doc_id): r for records in parent.records.values() for r in records}
+    for records in proxy.records.values():
+        for record in records:
+            if theirs.get((record.task, record.doc_id)) != record:
+                problems.append(
+                    f"{record.task} doc {record.doc_id}: not the parent's record of that example"
+                )
+    return problems

@@ -236,6 +236,23 @@ class Repeatability:
 
 
 @dataclass(frozen=True)
+class CacheUse:
+    """Where one run's results came from: replayed from the result cache or computed here."""
+
+    run: str
+    """Which run: `candidate`, or `baseline rerun` (the baseline's model run on this machine)."""
+    enabled: bool
+    """False: the cache was off (`--no-cache`), every result was computed."""
+    replayed: int
+    """Results replayed from the cache."""
+    computed: int
+    """Results the backend computed (when the cache was on)."""
+    rejected: int
+    """Cached rows not replayed because they were corrupt or failed their digest: computed
+    again. Non-zero means the cache folder was damaged or edited."""
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The outcome of `compare`: the JSON report is `to_dict()`."""
 
@@ -264,6 +281,8 @@ class Comparison:
     """Multiple-choice units: ECE and Brier score on both sides (reported, not gated)."""
     failures: tuple[FailureRate, ...] = ()
     """Generation units: each failure class's rate on both sides (regress.gate.failure_rates)."""
+    cache: tuple[CacheUse, ...] = ()
+    """Set by `regress.gate.check.check` for the runs it made: how many results it replayed."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:

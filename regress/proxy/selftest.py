@@ -28,6 +28,7 @@ from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.proxy_design import Calibration
 from regress.gate.compare import CI_ALPHA, units_of
+from regress.gate.integrity import check_proxy
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
 from regress.gate.rules import Rule, inconclusive, regression
@@ -124,6 +125,7 @@ class SelftestResult:
 
 def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> SelftestResult:
     """Simulate candidates of `baseline` and tabulate the gate's verdicts by injected drop."""
+    check_proxy(baseline)
     options = options or SelftestOptions()
     policy = options.policy
     psi = options.discordance

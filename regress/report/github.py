@@ -52,10 +52,16 @@ _TRUNCATED_NOTE = (
     "the workflow run's artifact.\n"
 )
 _NEXT_LINK = re.compile(r'<[^>]*>;\s*rel="next"')
-# An @ that GitHub would turn into a mention (not inside a word, as in an e-mail address).
-_MENTION = re.compile(r"(?<![\w@])@(?=[A-Za-z0-9])")
-_MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\s?(?:\([^)\n]*\)|\[[^\]\n]*\])")
-_HTML_MEDIA = re.compile(r"<\s*/?\s*(?:img|image|picture|source|video|audio|svg)\b[^>]*>", re.I)
+# Every pattern stays on one line: a tag or image a cut left open must not swallow the
+# report's following lines (it once erased every section after a `<video` in an answer).
+# An @ that GitHub would turn into a mention: after no ASCII word character (GitHub's word
+# characters are ASCII, so `@@name` and `café@name` ping too; `a@b.example` does not).
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])@(?=[A-Za-z0-9])")
+_MD_IMAGE = re.compile(r"!\[[^\]\r\n]*\][ \t]?(?:\([^)\r\n]*\)|\[[^\]\r\n]*\])")
+# An unterminated tag is removed to the end of its line only.
+_HTML_MEDIA = re.compile(
+    r"<[ \t]*/?[ \t]*(?:img|image|picture|source|video|audio|svg)\b[^>\r\n]*>?", re.I
+)
 _IMAGE_REMOVED = "[image removed]"
 _FLAG_LIMIT = 20
 """Changed protected files listed in the report; the rest are counted."""
@@ -105,9 +111,13 @@ def sanitize_markdown(text: str) -> str:
 
     The report quotes model output (answers, flips), which a crafted model or dataset can fill
     with `@org/team` pings or tracking images. A zero-width space after `@` keeps the text
-    readable and stops the mention; every Markdown or HTML image becomes a placeholder.
+    readable and stops the mention; every Markdown or HTML image becomes a placeholder. Each
+    pattern matches within one line, so hostile text never costs the report more than its line.
     """
     text = _MD_IMAGE.sub(_IMAGE_REMOVED, text)
+    # An image split over lines (or using a reference defined elsewhere) keeps its `![`:
+    # escaping the bracket leaves plain text.
+    text = text.replace("![", "!\\[")
     text = _HTML_MEDIA.sub(_IMAGE_REMOVED, text)
     return _MENTION.sub("@\u200b", text)
 

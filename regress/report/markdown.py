@@ -543,7 +543,28 @@ def _models(comparison: Comparison) -> str:
     ]
     header = ["", *(name for name, _ in named)]
     table = _table(header, rows, ["---"] * len(header))
-    return "\n\n".join(p for p in ("### Models\n\n" + table, _hardware(comparison)) if p)
+    parts = ("### Models\n\n" + table, _hardware(comparison), _cache(comparison))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _cache(comparison: Comparison) -> str:
+    """How many results each run of this check replayed from the result cache."""
+    lines = []
+    for use in comparison.cache:
+        if not use.enabled:
+            lines.append(f"- Result cache off for the {use.run}: every result computed here.")
+            continue
+        refused = (
+            f"; {use.rejected:,} cached rows refused (corrupt or failing their digest) and "
+            "computed again"
+            if use.rejected
+            else ""
+        )
+        lines.append(
+            f"- Result cache, {use.run}: {use.replayed:,} results replayed, "
+            f"{use.computed:,} computed{refused}."
+        )
+    return "\n".join(lines)
 
 
 def _hardware(comparison: Comparison) -> str:
@@ -611,12 +632,22 @@ def _more(hidden: int) -> str:
     return f"\n\n_(truncated: {hidden:,} more)_" if hidden > 0 else ""
 
 
+_CELL_ESCAPES = {"\\": "\\\\", "|": "\\|", "<": "&lt;"}
+"""Escapes that keep a quoted answer text: a backslash or pipe cannot end its cell (`\\|` would
+close it), a `<` cannot open an HTML tag."""
+
+
 def _cell(value: Any) -> str:
-    """A prediction or target as a safe one-line table cell."""
+    """A prediction or target as a safe one-line table cell of at most CELL_CHARS characters.
+
+    Whitespace (newlines too) folds to single spaces. Each character is escaped before the cut,
+    and the cut falls between escapes: it never leaves half an escape (`&l…`) or an open tag.
+    """
     text = "–" if value is None else " ".join(str(value).split())
-    if len(text) > CELL_CHARS:
-        text = text[: CELL_CHARS - 1] + "…"
-    return text.replace("|", "\\|")
+    escaped = [_CELL_ESCAPES.get(char, char) for char in text]
+    if len(escaped) > CELL_CHARS:
+        escaped = [*escaped[: CELL_CHARS - 1], "…"]
+    return "".join(escaped)
 
 
 def _percent(value: float | None) -> str:

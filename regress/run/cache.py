@@ -5,6 +5,11 @@ lm-eval's cache key omits the model, so swapping weights behind the same name wo
 stale answers; here a different file is a different key. The cache is also what makes a
 killed run resumable: results are committed in chunks as they are computed, and the same
 command run again only computes what is missing.
+
+A cache folder can be restored from CI storage or edited by hand, and a replayed result
+decides a verdict like a computed one. So every row carries the sha256 of its key and its
+content: a row that is not valid JSON, not a known result, or fails its digest is never
+replayed; it is computed again, counted in `rejected`, and the reports say so.
 """
 
 from __future__ import annotations
@@ -47,9 +52,9 @@ def default_cache_dir() -> Path:
 def model_key(model_sha256: str, fingerprint: RuntimeFingerprint) -> str:
     """The part of every key that names the model and its compute path (backend, versions,
     result-relevant settings, CPU kernels); speed-only settings stay out, so a rerun on
-    another thread count still hits. `results` versions the stored result types (2: a
-    generation records why it ended), so older entries are never replayed."""
-    identity = {"model": model_sha256, "compute": fingerprint.compute_key(), "results": 2}
+    another thread count still hits. `results` versions the stored rows (2: a generation
+    records why it ended; 3: each row carries its digest), so older rows are never replayed."""
+    identity = {"model": model_sha256, "compute": fingerprint.compute_key(), "results": 3}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -71,22 +76,37 @@ class ResultCache:
             ) from exc
         self.hits = 0
         self.misses = 0
+        self.rejected = 0
+        """Rows found for a key but not replayed: corrupt, unknown, or failing their digest."""
 
     def get_many(self, keys: Sequence[str]) -> dict[str, AnyResult]:
-        """The cached results among `keys`."""
+        """The cached results among `keys` whose rows pass their digest."""
         found: dict[str, AnyResult] = {}
         for start in range(0, len(keys), 500):
             batch = list(keys[start : start + 500])
             marks = ",".join("?" * len(batch))
-            rows = self._db.execute(f"SELECT key, value FROM results WHERE key IN ({marks})", batch)
+            try:
+                rows = self._db.execute(
+                    f"SELECT key, value FROM results WHERE key IN ({marks})", batch
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise BadInput(
+                    f"result cache {self.path}: {exc} (choose another --cache-dir, or --no-cache)"
+                ) from exc
             for key, value in rows:
-                data = json.loads(value)
-                found[key] = _TYPES[data.pop("type")](**data)
+                result = _verified(key, value)
+                if result is None:
+                    self.rejected += 1
+                else:
+                    found[key] = result
         return found
 
     def put_many(self, items: Sequence[tuple[str, AnyResult]]) -> None:
-        """Store results and commit, so they survive a kill."""
-        rows = [(k, json.dumps({"type": type(r).__name__, **asdict(r)})) for k, r in items]
+        """Store results with their digests and commit, so they survive a kill."""
+        rows = []
+        for key, result in items:
+            body = _body(result)
+            rows.append((key, json.dumps({"body": body, "digest": _digest(key, body)})))
         self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
         self._db.commit()
 
@@ -96,6 +116,28 @@ class ResultCache:
     def close(self) -> None:
         """Close the database."""
         self._db.close()
+
+
+def _body(result: AnyResult) -> str:
+    """A result as canonical JSON, its type included."""
+    return json.dumps({"type": type(result).__name__, **asdict(result)}, sort_keys=True)
+
+
+def _digest(key: str, body: str) -> str:
+    return hashlib.sha256(f"{key}\n{body}".encode()).hexdigest()
+
+
+def _verified(key: str, value: str) -> AnyResult | None:
+    """The row's result, or None when the row is corrupt or fails its digest."""
+    try:
+        row = json.loads(value)
+        body = row["body"]
+        if not isinstance(body, str) or row["digest"] != _digest(key, body):
+            return None
+        data = json.loads(body)
+        return _TYPES[data.pop("type")](**data)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
 
 
 def cached_execute(

@@ -178,6 +178,11 @@ class Outcome:
     elapsed_s: float
     cached: int = 0
     """Requests answered from the result cache (a resumed run shows them here)."""
+    computed: int = 0
+    """Requests computed by the backend, when the result cache was on."""
+    cache_rejected: int = 0
+    """Cached rows not replayed (corrupt or failing their digest): computed again."""
+    cache_enabled: bool = False
 
 
 def execute(
@@ -231,8 +236,15 @@ def execute(
         proxy=plan.proxy,
     )
     run = Run(manifest=manifest, records={r.info.name: r.records for r in task_runs})
-    cached = cache.hits if cache is not None else 0
-    return Outcome(run=run, task_runs=task_runs, elapsed_s=elapsed, cached=cached)
+    return Outcome(
+        run=run,
+        task_runs=task_runs,
+        elapsed_s=elapsed,
+        cached=cache.hits if cache is not None else 0,
+        computed=cache.misses if cache is not None else 0,
+        cache_rejected=cache.rejected if cache is not None else 0,
+        cache_enabled=cache is not None,
+    )
 
 
 def _model_info(model: str, backend: str, model_args: Mapping[str, Any]) -> ModelInfo:
