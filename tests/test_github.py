@@ -226,6 +226,8 @@ class FakeGitHub:
         self.lock = threading.Lock()
         self.user: str | None = None
         """The token's login for GET /user; None: an Actions token, which /user refuses."""
+        self.files: dict[tuple[str, str], str] = {}
+        """(path, ref) -> the blob sha GET /contents/PATH?ref=REF answers."""
 
     def add(self, pr: int, body: str, login: str = "someone") -> dict:
         with self.lock:
@@ -285,6 +287,10 @@ def _handler(state: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     if comment["id"] == int(m.group(1)):
                         comment["body"] = body["body"]
                         return self._reply(200, comment)
+            if (m := re.fullmatch(rf"{prefix}/contents/(.+)", url.path)) and method == "GET":
+                ref = parse_qs(url.query).get("ref", [""])[0]
+                if (m.group(1), ref) in state.files:
+                    return self._reply(200, {"sha": state.files[m.group(1), ref]})
             if (m := re.fullmatch(rf"{prefix}/pulls/(\d+)", url.path)) and method == "GET":
                 pr = int(m.group(1))
                 if pr in state.heads:
@@ -617,6 +623,44 @@ def test_cli_comment_from_fork_artifact_checks_head_sha(
     (tmp_path / "pr-number").write_text("5; rm -rf /\n")
     done = _run([*base, "--head-sha", "a" * 40], env)
     assert done.returncode == 2 and "not a pull request number" in done.stderr
+
+
+def test_a_pr_that_changes_the_gate_workflow_gets_no_report(
+    tmp_path: Path, github: tuple[FakeGitHub, str]
+) -> None:
+    """A fork's pull_request run executes the PR's own copy of the gate's workflow, which can
+    write any artifact: the commenter compares the file at the PR's head with the default
+    branch's and withholds the report when they differ."""
+    state, api = github
+    workflow = ".github/workflows/accuracy-gate.yml"
+    state.heads[5] = "a" * 40
+    state.files[workflow, "main"] = "1" * 40
+    (tmp_path / "report.md").write_text("## regress: ✅ PASS (3 units)\n")
+    (tmp_path / "pr-number").write_text("5\n")
+    env = {"GITHUB_API_URL": api, "GITHUB_REPOSITORY": REPO, "GITHUB_TOKEN": TOKEN}
+    base = ["comment", "--body-file", str(tmp_path / "report.md"), "--run-url", "https://r.invalid"]
+    base += ["--pr-file", str(tmp_path / "pr-number"), "--head-sha", "a" * 40]
+    base += ["--workflow-path", workflow, "--base-ref", "main"]
+
+    state.files[workflow, "a" * 40] = "2" * 40  # the PR edited the workflow
+    done = _run(base, env)
+    assert done.returncode == 0, done.stderr
+    assert "the report is withheld" in done.stdout
+    [comment] = state.marked(5)
+    assert "## regress: report withheld" in comment["body"] and "PASS" not in comment["body"]
+    assert f"changes `{workflow}`" in comment["body"]
+
+    state.files[workflow, "a" * 40] = "1" * 40  # the same file: the report is posted
+    assert _run(base, env).returncode == 0
+    [comment] = state.marked(5)
+    assert "## regress: ✅ PASS (3 units)" in comment["body"]
+
+    del state.files[workflow, "a" * 40]  # unreadable at the PR's head: fail closed, post nothing
+    (tmp_path / "report.md").write_text("## regress: ✅ PASS (4 units)\n")
+    done = _run(base, env)
+    assert done.returncode == 3 and "(4 units)" not in state.marked(5)[0]["body"]
+    done = _run(base[:-2], env)
+    assert done.returncode == 2 and "--workflow-path needs --head-sha and --base-ref" in done.stderr
 
 
 def test_cli_comment_skips_a_stale_run(tmp_path: Path, github: tuple[FakeGitHub, str]) -> None:

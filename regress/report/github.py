@@ -347,6 +347,27 @@ def pr_head_sha(api_url: str, repo: str, pr: int, token: str) -> str:
     return str(pull["head"]["sha"])
 
 
+def workflow_changed(api_url: str, repo: str, path: str, head: str, base: str, token: str) -> bool:
+    """Whether commit `head` holds another copy of the workflow file `path` than `base` (the
+    default branch) does. A pull request's run executes the PR's own copy, so a changed one
+    could have written any report: the commenter must not post it as the gate's."""
+    api = _Api(api_url, token)
+    ours, _ = api.call("GET", f"/repos/{repo}/contents/{path}", query={"ref": base})
+    theirs, _ = api.call("GET", f"/repos/{repo}/contents/{path}", query={"ref": head})
+    return bool(ours["sha"] != theirs["sha"])
+
+
+def withheld_body(path: str, marker: str, run_url: str = "") -> str:
+    """The comment that stands in for a report the commenter will not post."""
+    run = f" ([the run]({run_url}))" if run_url else ""
+    return (
+        f"{marker}\n## regress: report withheld\n\n"
+        f"This pull request changes `{path}`, the workflow that ran the gate{run}, so that run "
+        "executed the pull request's own copy and its report cannot be trusted as the gate's. "
+        "Review the workflow change; the gate runs as configured once it is merged.\n"
+    )
+
+
 def verdict_from_report(path: Path) -> str:
     """The top-level verdict of a JSON report; ERROR when the run wrote no report."""
     if not path.exists():
@@ -436,6 +457,13 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     if pr is None:
         return ExitCode.OK
     body = comment_body(_read(args.body_file), args.marker, args.run_url)
+    if args.workflow_path:
+        if not (args.head_sha and args.base_ref):
+            raise BadInput("--workflow-path needs --head-sha and --base-ref to compare the file")
+        path = args.workflow_path
+        if workflow_changed(api_url, repo, path, args.head_sha, args.base_ref, token):
+            print(f"{path} differs at {args.head_sha[:12]}: the report is withheld")
+            body = withheld_body(path, args.marker, args.run_url)
     result = upsert_comment(api_url, repo, pr, body, token, args.marker)
     print(f"PR #{pr}: {result.action} comment {result.id} {result.url}".rstrip())
     return ExitCode.OK
@@ -494,6 +522,10 @@ def _parser() -> argparse.ArgumentParser:
     comment.add_argument("--repo", help="owner/name; default $GITHUB_REPOSITORY")
     comment.add_argument("--marker", default=DEFAULT_MARKER)
     comment.add_argument("--run-url", default="", help="link to the run with the artifact")
+    comment.add_argument(
+        "--workflow-path", help="the gate's workflow file: withhold the report if the PR changed it"
+    )
+    comment.add_argument("--base-ref", help="the default branch, with --workflow-path")
     comment.set_defaults(run=_cmd_comment)
 
     flag = sub.add_parser("flag", help="warn in the report about changed protected paths")
