@@ -126,6 +126,13 @@ def _serving_lines(run: BenchRun) -> list[str]:
             f"{_ms(lat.ttft, 'p50', 'p99')} | {_ms(lat.tpot, 'mean', 'p99')} | "
             f"{_ms(lat.itl, 'p99')} | {_ms(lat.e2el, 'p50', 'p99')} |"
         )
+    flagged = sum(level.usage_flagged for _, level in served)
+    if flagged:
+        lines += [
+            "",
+            f"{flagged} request(s) reported output token counts that disagree with the tokens "
+            "they streamed; the streamed counts were used.",
+        ]
     return lines
 
 

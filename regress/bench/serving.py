@@ -68,6 +68,32 @@ class ServingLevel:
     latency: LatencyResult
     goodput: float | None
     """Requests per second meeting every SLO; None without --slo."""
+    usage_flagged: int = 0
+    """Requests whose reported completion_tokens disagreed with the tokens they streamed: their
+    streamed count was used instead (a server's own figures are not taken on trust)."""
+
+
+TOKENS_PER_CHUNK = 4
+"""The most tokens a streamed chunk is believed to carry: servers send one per chunk, and a
+few merge a handful. A reported count beyond that (or below the chunks, less the closing one)
+is flagged and replaced by the streamed count."""
+
+
+def output_tokens(usage: Mapping[str, object], chunks: int) -> tuple[int, bool]:
+    """(output tokens, flagged) of a request that streamed `chunks` token chunks, from the
+    server's `usage`; RuntimeError (a failed request) for a count that is no whole number >= 0."""
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise RuntimeError(f"the server reported {key} {value!r:.40}")
+    reported = usage.get("completion_tokens")
+    if not isinstance(reported, int) or reported == 0:
+        return chunks, False
+    if chunks - 1 <= reported <= TOKENS_PER_CHUNK * chunks:
+        return reported, False
+    return chunks, True
 
 
 def meets(request: RequestTiming, slo_ms: Mapping[str, float]) -> bool:
@@ -76,7 +102,9 @@ def meets(request: RequestTiming, slo_ms: Mapping[str, float]) -> bool:
     return all(not values[k] > limit for k, limit in slo_ms.items())
 
 
-async def _one(client, options: ServingOptions, index: int, prompt: str) -> RequestTiming:
+async def _one(
+    client, options: ServingOptions, index: int, prompt: str
+) -> tuple[RequestTiming, bool]:
     payload = {
         "model": options.model,
         "prompt": prompt,
@@ -89,7 +117,7 @@ async def _one(client, options: ServingOptions, index: int, prompt: str) -> Requ
     }
     start = time.perf_counter()
     stamps: list[float] = []
-    usage: dict[str, int] = {}
+    usage: dict[str, object] = {}
     async with client.stream("POST", "/completions", json=payload) as response:
         if response.status_code != 200:
             body = (await response.aread()).decode(errors="replace")[:200]
@@ -98,7 +126,9 @@ async def _one(client, options: ServingOptions, index: int, prompt: str) -> Requ
             if not line.startswith("data:") or line.strip() == "data: [DONE]":
                 continue
             chunk = json.loads(line[5:])
-            if chunk.get("usage"):
+            if not isinstance(chunk, dict):
+                raise RuntimeError(f"the server streamed {line[:40]!r}, not a JSON object")
+            if isinstance(chunk.get("usage"), dict):
                 usage = chunk["usage"]
             choice = (chunk.get("choices") or [{}])[0]
             # A token's chunk (its text may be empty: half of a UTF-8 character), not the
@@ -109,8 +139,9 @@ async def _one(client, options: ServingOptions, index: int, prompt: str) -> Requ
         raise RuntimeError("the server streamed no token")
     ms = [1000.0 * (t - start) for t in stamps]
     gaps = tuple(b - a for a, b in zip(ms, ms[1:], strict=False))
-    n_out = int(usage.get("completion_tokens") or len(ms))
-    return RequestTiming(index, int(usage.get("prompt_tokens") or 0), n_out, ms[0], ms[-1], gaps)
+    n_out, flagged = output_tokens(usage, len(ms))
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    return RequestTiming(index, prompt_tokens, n_out, ms[0], ms[-1], gaps), flagged
 
 
 async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
@@ -122,7 +153,7 @@ async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(base_url=options.base_url, timeout=timeout, limits=limits) as c:
 
-        async def send(i: int) -> RequestTiming | str:
+        async def send(i: int) -> tuple[RequestTiming, bool] | str:
             async with gate:
                 try:
                     return await _one(c, options, i, options.prompts[i % len(options.prompts)])
@@ -137,7 +168,8 @@ async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
                 await asyncio.sleep(rng.exponential(1.0 / options.request_rate))
         done = await asyncio.gather(*tasks)
         duration = time.perf_counter() - start
-    ok = [r for r in done if isinstance(r, RequestTiming)]
+    ok = [r for r, _ in (d for d in done if not isinstance(d, str))]
+    flagged = sum(f for _, f in (d for d in done if not isinstance(d, str)))
     errors = [r for r in done if isinstance(r, str)]
     good = sum(meets(r, options.slo_ms) for r in ok)
     return ServingLevel(
@@ -147,6 +179,7 @@ async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
         errors=tuple(errors[:3]),
         latency=summarise(ok, duration),
         goodput=good / duration if options.slo_ms else None,
+        usage_flagged=flagged,
     )
 
 
