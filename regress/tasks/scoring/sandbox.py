@@ -19,15 +19,22 @@ A layer that cannot be applied makes the run a SANDBOX_ERROR (and `require_sandb
 unless it is listed in `SandboxLimits.optional_layers` or `REGRESS_SANDBOX_OPTIONAL`
 (comma-separated layer names): containment never degrades silently.
 
-This contains damage; it does not stop cheating. The tests run in the same interpreter as
-the tested code, which could find the run's nonce in memory and forge a pass.
+The tested code is also judged from outside. Each hidden test `assert EXPR OP LITERAL` (or
+`assert EXPR`) is split here: the child evaluates only EXPR, in the tested code's interpreter,
+and reports its value as tagged JSON of plain built-in types; this process decodes it by its
+own rules (anything else is a failure) and holds it against the LITERAL, which the child never
+sees. Nothing the child can see or print decides a pass: a forged result line still has to
+carry the right values, and an object whose `__eq__` always says yes is not a value.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
+import operator
 import os
+import re
 import resource
 import secrets
 import shutil
@@ -41,6 +48,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from regress.core.errors import BadInput, RunFailed
 from regress.tasks.scoring import sandbox_child
@@ -51,6 +59,8 @@ READ_ROOTS = ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache")
 MIN_LANDLOCK_ABI = 4
 """TCP rules came with ABI 4 (Linux 6.7); below it Landlock could not deny the network."""
 _TAIL = 2000
+_REPORT_BYTES = 1 << 20
+"""The most stdout read for the result line: a larger report is no report."""
 _CHILD = Path(sandbox_child.__file__)
 
 
@@ -104,6 +114,103 @@ class SandboxResult:
         return self.outcome is Outcome.PASSED
 
 
+_COMPARE = {
+    ast.Eq: ("==", operator.eq),
+    ast.NotEq: ("!=", operator.ne),
+    ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le),
+    ast.Gt: (">", operator.gt),
+    ast.GtE: (">=", operator.ge),
+    ast.Is: ("is", operator.is_),
+    ast.IsNot: ("is not", operator.is_not),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One hidden test, split: what the child evaluates, and what this side holds it against."""
+
+    statement: str
+    expression: str
+    """Evaluated in the sandbox: the left side of the comparison, or the whole assertion."""
+    op: str | None = None
+    """The comparison (`==`, `is`, ...); None: the value must be true."""
+    expected: Any = None
+    """The literal on the right; never sent to the child."""
+
+    def holds(self, value: Any) -> bool:
+        """Whether the decoded value passes (plain data: no code of the child runs here)."""
+        if self.op is None:
+            return bool(value)
+        compare = next(f for op, f in _COMPARE.values() if op == self.op)
+        try:
+            return bool(compare(value, self.expected))
+        except TypeError:  # e.g. `<` between a list and a number
+            return False
+
+
+def parse_check(statement: str) -> Check:
+    """`assert EXPR OP LITERAL` or `assert EXPR` as a Check; BadInput for anything else."""
+    try:
+        body = ast.parse(statement).body
+    except SyntaxError as exc:
+        raise BadInput(f"hidden test {statement[:80]!r}: {exc.msg}") from exc
+    if len(body) != 1 or not isinstance(body[0], ast.Assert):
+        raise BadInput(f"hidden test {statement[:80]!r}: not one `assert` statement")
+    test = body[0].test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return Check(statement, ast.unparse(test))
+    op = _COMPARE.get(type(test.ops[0]))
+    try:
+        expected = ast.literal_eval(test.comparators[0])
+    except ValueError:
+        op = None
+    if op is None:
+        raise BadInput(f"hidden test {statement[:80]!r}: compare with a literal (`== [1, 2]`)")
+    if op[0] in ("is", "is not") and expected not in (None, True, False):
+        raise BadInput(f"hidden test {statement[:80]!r}: `is` compares with None, True or False")
+    return Check(statement, ast.unparse(test.left), op[0], expected)
+
+
+class _Undecodable(Exception):
+    """A reported value outside the tagged form."""
+
+
+_INT = re.compile(r"-?\d{1,4300}")
+_SEQUENCES = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+def decode(node: Any, depth: int = 0) -> Any:
+    """A value the child reported, by this side's rules: only the tagged built-in types."""
+    if depth > 100 or not isinstance(node, dict) or not set(node) <= {"t", "v"}:
+        raise _Undecodable
+    tag, v = node.get("t"), node.get("v")
+    if tag == "none" and "v" not in node:
+        return None
+    if tag == "bool" and type(v) is bool:
+        return v
+    if tag == "int" and type(v) is str and _INT.fullmatch(v):
+        return int(v)
+    if tag == "float" and type(v) is str:
+        try:
+            return float(v)
+        except ValueError:
+            raise _Undecodable from None
+    if tag == "str" and type(v) is str:
+        return v
+    if tag in _SEQUENCES and type(v) is list:
+        try:
+            return _SEQUENCES[tag](decode(x, depth + 1) for x in v)
+        except TypeError:  # an unhashable element of a set
+            raise _Undecodable from None
+    if tag == "dict" and type(v) is list:
+        try:
+            return {decode(k, depth + 1): decode(x, depth + 1) for k, x in v}
+        except (TypeError, ValueError):
+            raise _Undecodable from None
+    raise _Undecodable
+
+
 def optional_layers_from_env() -> frozenset[str]:
     """The layers `REGRESS_SANDBOX_OPTIONAL` allows to be missing (validated)."""
     names = frozenset(n.strip() for n in os.environ.get(OPTIONAL_ENV, "").split(",") if n.strip())
@@ -114,13 +221,16 @@ def optional_layers_from_env() -> frozenset[str]:
 
 
 def run_python(program: str, tests: Sequence[str], limits: SandboxLimits) -> SandboxResult:
-    """Run `program`, then each test statement (e.g. `assert f(2) == 4`), contained."""
+    """Run `program` contained and judge it by the hidden test statements (e.g.
+    `assert f(2) == 4`): the sandbox computes `f(2)`, this side compares it with 4."""
+    checks = [parse_check(t) for t in tests]
     workdir = Path(tempfile.mkdtemp(prefix="regress-sandbox-"))
     try:
         (workdir / "solution.py").write_text(program, encoding="utf-8")
-        (workdir / "tests.json").write_text(json.dumps(list(tests)), encoding="utf-8")
+        expressions = [check.expression for check in checks]
+        (workdir / "expressions.json").write_text(json.dumps(expressions), encoding="utf-8")
         with _pids_cgroup(limits) as cgroup:
-            return _launch(workdir, len(tests), cgroup, limits)
+            return _launch(workdir, checks, cgroup, limits)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -137,7 +247,7 @@ def require_sandbox(limits: SandboxLimits) -> tuple[str, ...]:
 
 
 def _launch(
-    workdir: Path, n_tests: int, cgroup: str | None, limits: SandboxLimits
+    workdir: Path, checks: Sequence[Check], cgroup: str | None, limits: SandboxLimits
 ) -> SandboxResult:
     read_end, write_end = os.pipe()
     config = {
@@ -186,11 +296,11 @@ def _launch(
         with os.fdopen(read_end, "rb") as report:
             raw = report.read()
         layers = tuple(json.loads(raw)) if raw else ()
-        stdout, stderr = _tail(out), _tail(err)
+        stdout, stderr = _tail(out, _REPORT_BYTES), _tail(err)
     cpu_used = _children_cpu() - cpu_before
 
     def result(outcome: Outcome, reason: str, failed: Sequence[str] = ()) -> SandboxResult:
-        return SandboxResult(outcome, n_tests, tuple(failed), reason, stderr, layers)
+        return SandboxResult(outcome, len(checks), tuple(failed), reason, stderr, layers)
 
     if timed_out:
         return result(Outcome.TIMEOUT, f"wall-clock limit of {limits.wall_seconds:g} s")
@@ -199,11 +309,9 @@ def _launch(
     missing = set(LAYERS) - limits.optional_layers - set(layers)
     if missing:
         return result(Outcome.SANDBOX_ERROR, f"sandbox: layers not applied: {sorted(missing)}")
-    report_line = _report(stdout, nonce)
-    if report_line is not None:
-        errors = report_line["errors"]
-        return result(Outcome(report_line["status"]), errors[0] if errors else "",
-                      report_line["failed"])  # fmt: skip
+    report = _report(stdout, nonce)
+    if report is not None:
+        return _judged(report, checks, result)
     code = proc.returncode
     if (
         code in (128 + signal.SIGKILL, 128 + signal.SIGXCPU)
@@ -216,15 +324,46 @@ def _launch(
 
 
 def _report(stdout: str, nonce: str) -> dict | None:
-    """The harness's result line carrying this run's nonce, if any."""
+    """The last result line carrying this run's nonce, if any parses as a JSON object."""
     prefix = f"{sandbox_child.RESULT_PREFIX} {nonce} "
     lines = [line for line in stdout.splitlines() if line.startswith(prefix)]
-    return json.loads(lines[-1][len(prefix) :]) if lines else None
+    try:
+        report = json.loads(lines[-1][len(prefix) :]) if lines else None
+    except (ValueError, RecursionError):
+        return None
+    return report if isinstance(report, dict) else None
 
 
-def _tail(file) -> str:
+def _judged(report: dict, checks: Sequence[Check], result: Any) -> SandboxResult:
+    """Each check held against the value the child reported for it; a missing, raised or
+    undecodable value fails its check. The report's own words decide nothing but the kind of
+    failure (a syntax error, MemoryError)."""
+    errors = report.get("errors")
+    reason = str(errors[0])[:300] if isinstance(errors, list) and errors else ""
+    if report.get("status") == "syntax_error":
+        return result(Outcome.SYNTAX_ERROR, reason, [c.statement for c in checks])
+    values = report.get("results")
+    values = values if isinstance(values, list) and len(values) == len(checks) else []
+    failed = []
+    for i, check in enumerate(checks):
+        item = values[i] if values else None
+        try:
+            if not (isinstance(item, dict) and "value" in item):
+                raise _Undecodable
+            passed = check.holds(decode(item["value"]))
+        except (_Undecodable, RecursionError):
+            passed = False
+        if not passed:
+            failed.append(check.statement)
+    if not failed:
+        return result(Outcome.PASSED, "")
+    kind = Outcome.MEMORY if report.get("memory") is True else Outcome.FAILED
+    return result(kind, reason or f"failed: {failed[0][:200]}", failed)
+
+
+def _tail(file, size: int = _TAIL) -> str:
     file.seek(0, os.SEEK_END)
-    file.seek(max(0, file.tell() - _TAIL))
+    file.seek(max(0, file.tell() - size))
     return file.read().decode("utf-8", errors="replace")
 
 

@@ -1,5 +1,5 @@
-"""The sandboxed side of `regress.tasks.scoring.sandbox`: contain this process, then run the
-tests in it.
+"""The sandboxed side of `regress.tasks.scoring.sandbox`: contain this process, then compute
+the values the hidden tests ask for.
 
 Run as `python -I -S sandbox_child.py CONFIG_JSON` with the sandbox folder as working
 directory, a scrubbed environment and the run's nonce on stdin. Standard library only: `-S`
@@ -14,6 +14,11 @@ closed before the tested code runs. Then the process forks: the child is pid 1 o
 pid namespace (an init that only reaps) and forks the worker that runs the tests. When init
 exits, the kernel kills everything left in the namespace, so a fork bomb cannot outlive the
 run.
+
+The worker only computes: it runs the solution, evaluates each expression the parent sent
+(the left side of a hidden `assert`, never the expected value), and prints the values in a
+tagged JSON form of plain built-in types. The parent decodes them by its own rules and judges;
+nothing printed here can claim a pass, and an object with a rigged `__eq__` is not a value.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import traceback
 
 SETUP_FAILED = 125
 RESULT_PREFIX = "REGRESS-SANDBOX-RESULT"
+MAX_NODES = 10_000
+"""Values, elements and keys one result may hold; a larger value is not reported."""
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
@@ -178,10 +185,45 @@ def contain(config: dict) -> list[str]:
     return applied
 
 
-def run_tests(source: str, tests: list[str], nonce: str) -> None:
-    """Run the solution, then each test statement; print one result line with the nonce."""
+class _Unreportable(Exception):
+    """A value that is not plain built-in data, or too large."""
+
+
+_CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+
+
+def encode(value: object, budget: list[int]) -> dict:
+    """`value` as tagged JSON of exact built-in types (a subclass is not one); `budget` counts
+    down the nodes left."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Unreportable(f"more than {MAX_NODES} elements")
+    kind = type(value)
+    if value is None:
+        return {"t": "none"}
+    if kind is bool:
+        return {"t": "bool", "v": value}
+    if kind is int:
+        return {"t": "int", "v": str(value)}
+    if kind is float:
+        return {"t": "float", "v": repr(value)}
+    if kind is str:
+        return {"t": "str", "v": value}
+    if kind in _CONTAINERS:
+        return {"t": _CONTAINERS[kind], "v": [encode(x, budget) for x in value]}
+    if kind is dict:
+        return {
+            "t": "dict",
+            "v": [[encode(k, budget), encode(v, budget)] for k, v in value.items()],
+        }
+    raise _Unreportable(f"a {kind.__name__} is not plain data")
+
+
+def run_tests(source: str, expressions: list[str], nonce: str) -> None:
+    """Run the solution, then evaluate each expression; print one result line with the nonce:
+    per expression its value (tagged), or what it raised."""
     main_pid = os.getpid()
-    outcome = {"status": "passed", "failed": [], "errors": []}
+    outcome: dict = {"status": "ran", "results": [], "errors": [], "memory": False}
     try:
         code = compile(source, "solution.py", "exec")
     except (SyntaxError, ValueError) as e:
@@ -189,24 +231,23 @@ def run_tests(source: str, tests: list[str], nonce: str) -> None:
         print(f"{RESULT_PREFIX} {nonce} {json.dumps(outcome)}", flush=True)
         return
     namespace: dict = {"__name__": "solution"}
-    steps = [("<solution>", code), *((t, t) for t in tests)]
-    for label, step in steps:
+    steps = [None, *expressions]  # None: the solution itself
+    for expression in steps:
         try:
-            exec(step, namespace)
-        except BaseException as e:  # the tested code may raise anything, SystemExit too
-            if label == "<solution>":
-                outcome["failed"] = list(tests)
+            if expression is None:
+                exec(code, namespace)
             else:
-                outcome["failed"].append(label)
+                value = eval(expression, namespace)
+                outcome["results"].append({"value": encode(value, [MAX_NODES])})
+        except BaseException as e:  # the tested code may raise anything, SystemExit too
             outcome["errors"].append(f"{type(e).__name__}: {str(e)[:200]}")
-            if isinstance(e, MemoryError):
-                outcome["status"] = "memory"
-            if label == "<solution>":
+            outcome["memory"] = outcome["memory"] or isinstance(e, MemoryError)
+            if expression is None:
+                outcome["status"] = "raised"
                 break
+            outcome["results"].append({"raised": f"{type(e).__name__}"})
         if os.getpid() != main_pid:
             os._exit(1)  # a forked copy of the tested code reports nothing
-    if outcome["failed"] and outcome["status"] == "passed":
-        outcome["status"] = "failed"
     print(f"{RESULT_PREFIX} {nonce} {json.dumps(outcome)}", flush=True)
 
 
@@ -222,8 +263,8 @@ def main() -> None:
     nonce = sys.stdin.readline().strip()
     with open("solution.py", encoding="utf-8") as f:
         source = f.read()
-    with open("tests.json", encoding="utf-8") as f:
-        tests = json.load(f)
+    with open("expressions.json", encoding="utf-8") as f:
+        expressions = json.load(f)
     try:
         applied = contain(config)
     except SetupError as e:
@@ -243,7 +284,7 @@ def main() -> None:
             if pid == worker:
                 os._exit(_exit_status(status))
     try:
-        run_tests(source, tests, nonce)
+        run_tests(source, expressions, nonce)
     except BaseException:
         traceback.print_exc()
         os._exit(1)

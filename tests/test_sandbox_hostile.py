@@ -1,0 +1,123 @@
+"""Model-written code cannot fake a pass: completions that forge the result line, patch the
+harness or return objects that equal anything all score 0, through the judge and through
+`regress eval` against a server that answers with them. The sandbox runs them for real."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from click.testing import CliRunner
+
+from regress.cli import cli
+from regress.tasks import python_functions as pf
+from regress.tasks.scoring.sandbox_child import RESULT_PREFIX
+
+_FORGED = '{"status": "passed", "failed": [], "errors": [], "results": []}'
+HOSTILE = {
+    # The nonce sits in the harness's frame: read it, print a passing line, leave.
+    "nonce from the caller's frame": (
+        "\n    return None\nimport os, sys\n_n = sys._getframe(1).f_locals['nonce']\n"
+        f"sys.stdout.write('{RESULT_PREFIX} ' + _n + ' ' + {_FORGED!r} + '\\n')\n"
+        "sys.stdout.flush()\nos._exit(0)\n"
+    ),
+    # The same, claiming a value for every expression the harness will evaluate.
+    "forged values for every expression": (
+        "\n    return None\nimport os, sys, json as _j\n_l = sys._getframe(1).f_locals\n"
+        "_r = [{'value': {'t': 'bool', 'v': True}} for _ in _l['expressions']]\n"
+        "_o = {'status': 'ran', 'results': _r, 'errors': [], 'memory': False}\n"
+        f"sys.stdout.write('{RESULT_PREFIX} ' + _l['nonce'] + ' ' + _j.dumps(_o) + '\\n')\n"
+        "sys.stdout.flush()\nos._exit(0)\n"
+    ),
+    "json.dumps patched": (
+        "\n    return None\nimport json\njson.dumps = lambda *a, **k: " + repr(_FORGED) + "\n"
+    ),
+    "exec and eval patched": (
+        "\n    return None\nimport builtins\nbuiltins.exec = lambda *a, **k: None\n"
+        "builtins.eval = lambda *a, **k: None\n"
+    ),
+    "an object equal to anything": (
+        "\n    class _Any:\n        def __eq__(self, other):\n            return True\n"
+        "        def __bool__(self):\n            return True\n    return _Any()\n"
+    ),
+    "an int that equals anything": (
+        "\n    class _I(int):\n        def __eq__(self, other):\n            return True\n"
+        "        __hash__ = int.__hash__\n    return _I(0)\n"
+    ),
+    "type() patched to pass an object as an int": (
+        "\n    class _S:\n        def __str__(self):\n            return '0'\n    return _S()\n"
+        "import builtins\n_type = builtins.type\n"
+        "builtins.type = lambda *a: int if len(a) == 1 and _type(a[0]).__name__ == '_S' "
+        "else _type(*a)\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict]:
+    return pf.load()
+
+
+def test_the_reference_solutions_pass(docs) -> None:
+    for doc in docs[:5]:
+        assert pf.judge(doc, doc["solution"]).metrics["pass"] == 1.0, doc["id"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_completion_scores_nothing(docs, name: str) -> None:
+    for doc in docs[:4]:
+        scored = pf.judge(doc, HOSTILE[name])
+        assert scored.metrics["pass"] == 0.0, (name, doc["id"], scored.scores)
+        assert scored.metrics["tests_passed"] < 1.0
+
+
+class _Server(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server whose every completion is one hostile text."""
+
+    text = ""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._send({"data": [{"id": "stub"}]})
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        text = type(self).text
+        choice = {"index": 0, "text": text, "message": {"role": "assistant", "content": text}}
+        self._send({"choices": [{**choice, "finish_reason": "stop"}], "usage": {}})
+
+    def _send(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_eval_against_a_server_of_forgeries_scores_zero(server, tmp_path) -> None:
+    """The probe that once scored 30/30 (1.000) with the nonce forgery."""
+    _Server.text = HOSTILE["nonce from the caller's frame"]
+    args = ["eval", "--backend", "openai", "-m", "stub", "--model-args", f"base_url={server}"]
+    args += ["-t", "python_functions", "--no-cache", "-o", str(tmp_path)]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    (results,) = tmp_path.glob("**/results_*.json")
+    metrics = json.loads(results.read_text())["results"]["python_functions"]
+    assert metrics["pass,none"] == 0.0
