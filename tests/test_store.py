@@ -24,7 +24,7 @@ def make_manifest(name: str = "main", tasks: dict[str, int] | None = None) -> Ma
             "name": name,
             "created": "2026-11-30T00:00:00+00:00",
             "regress_version": "0.1.0",
-            "model": {"ref": "m.gguf", "sha256": "abc"},
+            "model": {"ref": "m.gguf", "sha256": "a" * 64},
             "backend": {"name": "llama_cpp", "version": "0.3.36", "params": {}, "build": {}},
             "suite_name": "s",
             "tasks": {

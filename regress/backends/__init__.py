@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from regress.backends.base import Backend, Progress
 from regress.core.errors import BadInput
+from regress.core.hashes import is_sha256
 from regress.core.requests import AnyResult, Request
 
 # name -> "module:factory"; the module is imported only when the backend is used.
@@ -19,6 +20,9 @@ _FACTORIES: dict[str, str] = {
 }
 
 BACKENDS = tuple(_FACTORIES)
+MAX_SETTINGS = {"n_ctx": 1 << 20, "max_length": 1 << 20, "n_batch": 1 << 16, "threads": 1024}
+"""Upper bounds of the sizes a backend allocates by (each backend checks the lower ones): past
+them a setting is a typo, not a model, and `n_batch=4294967291` asked llama.cpp for 768 TiB."""
 _EXTRAS = {"llama_cpp": "llama", "hf": "hf", "openai": "openai"}
 """The pyproject extra that installs each backend's dependencies."""
 
@@ -34,6 +38,7 @@ def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None
     # busy process on 2 cores that made a run 5-10x slower (experiments/shared_cpu.py), and a
     # passive wait costs nothing on a quiet machine. libgomp reads this once, when it loads.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    _check_settings(model_args or {})
     try:
         factory = getattr(importlib.import_module(module_name), attr)
         return factory(model, **(model_args or {}))
@@ -63,8 +68,21 @@ def parse_model_args(text: str | None) -> dict[str, Any]:
         if "=" not in part:
             raise BadInput(f"--model-args: expected key=value, got {part!r}")
         key, value = (s.strip() for s in part.split("=", 1))
-        args[key] = _typed(value)
+        # A sha256 stays text: 64 digits would read as an int.
+        args[key] = value.lower() if key == "model_sha256" else _typed(value)
+    _check_settings(args)
     return args
+
+
+def _check_settings(args: Mapping[str, Any]) -> None:
+    """BadInput for a size setting above MAX_SETTINGS (types are the backend's to check) or a
+    model_sha256 that is no sha256 (a suite file's model_args skip `parse_model_args`)."""
+    if "model_sha256" in args and not is_sha256(args["model_sha256"], empty=True):
+        raise BadInput("--model-args: model_sha256 must be 64 hex digits (the weights' sha256)")
+    for key, limit in MAX_SETTINGS.items():
+        value = args.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > limit:
+            raise BadInput(f"--model-args: {key} must be <= {limit}, got {value:.20g}")
 
 
 def _typed(value: str) -> Any:

@@ -82,7 +82,7 @@ class OpenAIBackend:
         `model_name` is sent as the request's `model` (default: `model`); the API key is read
         from the environment variable `api_key_env` (default OPENAI_API_KEY, optional).
         Generation uses /chat/completions unless `chat=False`. `model_sha256` names the served
-        weights (a sha256 or a revision); without it results are never cached, since a server
+        weights (their sha256: 64 hex digits); without it results are never cached, since a server
         can swap the weights behind a name. `timeout` bounds each whole request, however slowly
         the server sends its answer.
         """

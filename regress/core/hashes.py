@@ -7,9 +7,21 @@ nowhere else, so a run, a merged run, a proxy and an imported lm-eval run always
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 
 from regress.core.records import Record
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def is_sha256(value: object, empty: bool = False) -> bool:
+    """Whether `value` is a sha256 as regress writes it: 64 lowercase hex characters (or "",
+    when `empty`: a served model or an lm-eval import may name no weights). Every reader of a
+    stored identity checks this, so no file can pass markup off as a hash."""
+    if not isinstance(value, str):
+        return False
+    return (empty and value == "") or _SHA256.fullmatch(value) is not None
 
 
 def digest(parts: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from regress.core.errors import BadInput
 from regress.core.fingerprint import RuntimeFingerprint
-from regress.core.hashes import task_hashes
+from regress.core.hashes import is_sha256, task_hashes
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record
 
@@ -105,7 +105,7 @@ class Manifest:
             if version not in (1, MANIFEST_SCHEMA_VERSION):
                 raise ValueError(f"schema_version {version!r}, expected {MANIFEST_SCHEMA_VERSION}")
             environment = data.get("environment", {})
-            return cls(
+            manifest = cls(
                 name=data["name"],
                 created=data["created"],
                 regress_version=data["regress_version"],
@@ -120,8 +120,37 @@ class Manifest:
                 schema_version=MANIFEST_SCHEMA_VERSION,
                 proxy=ProxyDesign.from_dict(data["proxy"]) if data.get("proxy") else None,
             )
+            _check_identities(manifest)
+            return manifest
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BadInput(f"{where}: malformed manifest ({exc})") from exc
+
+
+def _check_identities(manifest: Manifest) -> None:
+    """What reports and the gate show as text must be text, and every sha256 a sha256: a
+    manifest is a file anyone can edit (a `<plaintext>` model sha256 once broke the HTML page).
+    ValueError naming the field, never echoing its value."""
+    model = manifest.model
+    texts = {"name": manifest.name, "created": manifest.created, "suite_name": manifest.suite_name}
+    texts |= {
+        f"model.{k}": getattr(model, k) for k in ("ref", "name", "architecture", "quantization")
+    }
+    for key, value in texts.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{key} is not a string")
+    if not is_sha256(model.sha256, empty=True):
+        raise ValueError("model.sha256 is not 64 lowercase hex characters")
+    hashes = manifest.records_sha256
+    if not isinstance(hashes, dict):
+        raise ValueError("records_sha256 is not a mapping")
+    parents = manifest.proxy.parent_records_sha256 if manifest.proxy else {}
+    for field_name, mapping in (
+        ("records_sha256", hashes),
+        ("proxy.parent_records_sha256", parents),
+    ):
+        bad = sorted(str(task)[:100] for task, sha in mapping.items() if not is_sha256(sha))
+        if bad:
+            raise ValueError(f"{field_name} of {bad[0]!r} is not 64 lowercase hex characters")
 
 
 @dataclass(frozen=True)

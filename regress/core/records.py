@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from regress.core import safe_json
 from regress.core.errors import BadInput, RunFailed
 
 RECORD_SCHEMA_VERSION = 1
@@ -93,7 +94,7 @@ class Record:
     def from_json(cls, line: str, where: str = "") -> Record:
         """Parse one records line; `where` names file:line for the error message."""
         try:
-            data = json.loads(line, parse_constant=_no_constant)
+            data = safe_json.loads(line, parse_constant=_no_constant)
         except (json.JSONDecodeError, ValueError) as exc:
             raise BadInput(f"{where}: not a valid record ({exc})") from exc
         if not isinstance(data, dict):

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from regress.core import safe_json
 from regress.core.errors import BadInput, RunFailed
 from regress.core.manifest import Manifest, Run
 from regress.core.records import Record
@@ -247,7 +248,7 @@ def _read_unlocked(path: Path) -> Run:
     if not manifest_path.is_file():
         raise BadInput(f"{manifest_path}: missing (not a regress run or baseline)")
     try:
-        data = json.loads(manifest_path.read_bytes().decode("utf-8"))
+        data = safe_json.loads(manifest_path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise BadInput(f"{manifest_path}: not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:

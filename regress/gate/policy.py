@@ -56,7 +56,7 @@ class Inconclusive(StrEnum):
 E = TypeVar("E", bound=StrEnum)
 
 
-def _choice(kind: type[E], value: object, name: str) -> E:
+def _choice(kind: type[E], value: str, name: str) -> E:
     """`value` as a member of `kind` (a member, or its string); BadInput naming the choices."""
     try:
         return kind(value)

@@ -7,6 +7,7 @@ data it needs says so in its title rather than disappearing.
 from __future__ import annotations
 
 import datetime as dt
+import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -221,9 +222,10 @@ def _tradeoff(inputs: Inputs, title: str, x_of: Any, x_title: str) -> go.Figure:
             text=[run.model],
             textposition="top center",
             marker={"size": 14, "color": _color(i)},
-            hovertemplate=f"{run.name} · {run.model} {run.quantization}<br>"
-            f"sha256 {run.sha256[:12]}<br>{x_title}: %{{x:.1f}}<br>accuracy: %{{y:.3f}}"
-            "<extra></extra>",
+            # plotly reads a hovertemplate as markup and %{...} as fields: the names are data
+            hovertemplate=_literal(f"{run.name} · {run.model} {run.quantization}")
+            + f"<br>sha256 {_literal(run.sha256[:12])}<br>{x_title}: %{{x:.1f}}<br>"
+            "accuracy: %{y:.3f}<extra></extra>",
         )
     fig.update_layout(title=title)
     fig.update_xaxes(title=x_title)
@@ -352,6 +354,11 @@ def _utc(created: str) -> str:
     if when.tzinfo is not None:
         when = when.astimezone(dt.UTC).replace(tzinfo=None)
     return when.isoformat(sep=" ")
+
+
+def _literal(text: str) -> str:
+    """`text` shown as itself inside a plotly hovertemplate (entities, `%` as `&#37;`)."""
+    return html.escape(text).replace("%", "&#37;")
 
 
 def _color(i: int) -> str:

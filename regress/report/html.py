@@ -32,27 +32,27 @@ for (const data of document.querySelectorAll('script[type="application/json"]'))
 """
 
 
+def _row(*cells: object) -> str:
+    """One table row; every cell escaped, whatever file it came from."""
+    return "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>"
+
+
 def _inputs_table(inputs: Inputs) -> str:
     rows = [
+        *(_row("accuracy run", r.name, r.model, r.sha256[:12], r.created) for r in inputs.accuracy),
         *(
-            f"<tr><td>accuracy run</td><td>{html.escape(r.name)}</td><td>{html.escape(r.model)}"
-            f"</td><td>{r.sha256[:12]}</td><td>{html.escape(r.created)}</td></tr>"
-            for r in inputs.accuracy
-        ),
-        *(
-            f"<tr><td>gate comparison</td><td>{html.escape(str(c['verdict']))}</td>"
-            f"<td>{html.escape(c['candidate']['model'])}</td><td>{c['candidate']['sha256'][:12]}"
-            f"</td><td>{html.escape(c['candidate']['created'])}</td></tr>"
+            _row(
+                "gate comparison",
+                c["verdict"],
+                c["candidate"]["model"],
+                c["candidate"]["sha256"][:12],
+                c["candidate"]["created"],
+            )
             for c in inputs.comparisons
         ),
+        *(_row("bench", "", m.model, m.sha256[:12], m.created) for m in inputs.bench),
         *(
-            f"<tr><td>bench</td><td></td><td>{html.escape(m.model)}</td><td>{m.sha256[:12]}"
-            f"</td><td>{html.escape(m.created)}</td></tr>"
-            for m in inputs.bench
-        ),
-        *(
-            f"<tr><td>sweep</td><td>{len(s.results)} configurations</td>"
-            f"<td>{html.escape(s.model)}</td><td>{s.source_sha256[:12]}</td><td></td></tr>"
+            _row("sweep", f"{len(s.results)} configurations", s.model, s.source_sha256[:12], "")
             for s, _ in inputs.sweeps
         ),
     ]
@@ -75,8 +75,9 @@ def render_html(inputs: Inputs, title: str = "regress report") -> str:
 
 
 def _figure_section(chart_id: str, figure: object) -> str:
-    # `</` inside a script block would end it early; JSON allows the escaped form.
-    data = pio.to_json(figure, validate=True).replace("</", "<\\/")
+    # `</script` would end the block early and `<!--` change how it ends: no `<` at all then.
+    # It only occurs inside JSON strings, where `\\u003c` is the same character.
+    data = pio.to_json(figure, validate=True).replace("<", "\\u003c")
     return (
         f'<section><div class="chart" id="chart-{chart_id}"></div>'
         f'<script type="application/json" id="fig-{chart_id}">{data}</script></section>'

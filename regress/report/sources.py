@@ -4,13 +4,16 @@ regress.bench.summaries and regress.sweep.frontier)."""
 
 from __future__ import annotations
 
-import json
+import datetime as dt
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from regress.bench.summaries import AccuracyRun, BenchModel, accuracy_run, bench_models
 from regress.core.errors import BadInput
+from regress.core.hashes import is_sha256
+from regress.core.safe_json import load_file
 from regress.core.store import is_run_folder, read_run
 from regress.sweep.frontier import Frontier, analyse
 from regress.sweep.results import SweepResults
@@ -38,21 +41,17 @@ def load_inputs(paths: list[Path]) -> Inputs:
         if path.is_dir():
             if not is_run_folder(path):
                 raise BadInput(f"{path}: not a run folder (no manifest.json)")
-            accuracy.append(accuracy_run(read_run(path)))
+            run = accuracy_run(read_run(path))  # read_run checks the model's sha256
+            _check(_is_time(run.created), path, "created is not an ISO-8601 time", "manifest")
+            accuracy.append(run)
             continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadInput(f"{path}: not a readable JSON file ({exc})") from exc
+        data = load_file(path)
         if not isinstance(data, dict):
             raise BadInput(f"{path}: expected a JSON object")
         if str(data.get("schema", "")).startswith("regress-bench/"):
-            try:
-                bench += bench_models(data)
-            except (KeyError, TypeError) as exc:
-                raise BadInput(f"{path}: malformed bench file (missing {exc})") from exc
+            bench += _bench(data, path)
         elif "verdict" in data and "units" in data:
-            comparisons.append(data)
+            comparisons.append(_comparison(data, path))
         else:
             raise BadInput(
                 f"{path}: neither a run folder, a `regress bench` JSON nor a gate JSON report"
@@ -60,3 +59,78 @@ def load_inputs(paths: list[Path]) -> Inputs:
     if not (accuracy or comparisons or bench or sweeps):
         raise BadInput("report: nothing to show (give run folders, sweep folders or JSON files)")
     return Inputs(tuple(accuracy), tuple(comparisons), tuple(bench), tuple(sweeps))
+
+
+def _bench(data: dict[str, Any], path: Path) -> list[BenchModel]:
+    """The models of a bench file, with the identities and times the report shows checked."""
+    try:
+        models = bench_models(data)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise BadInput(f"{path}: malformed bench file ({type(exc).__name__}: {exc})") from exc
+    for m in models:
+        _check(
+            is_sha256(m.sha256, empty=True),
+            path,
+            "a model's sha256 is not 64 lowercase hex characters",
+            "bench file",
+        )
+        _check(_is_time(m.created), path, "created is not an ISO-8601 time", "bench file")
+        _check(
+            isinstance(m.model, str) and isinstance(m.quantization, str),
+            path,
+            "a model's ref or quantization is not text",
+            "bench file",
+        )
+    return models
+
+
+def _comparison(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A gate JSON report, checked for every field the page and its charts read."""
+    for name in ("candidate", "baseline"):
+        side = data.get(name)
+        if not isinstance(side, dict):
+            raise BadInput(f"{path}: malformed gate JSON report (no {name} object)")
+        for key in ("run", "model", "created"):
+            _check(isinstance(side.get(key), str), path, f"{key} is not text")
+        _check(
+            is_sha256(side.get("sha256"), empty=True),
+            path,
+            "sha256 is not 64 lowercase hex characters",
+        )
+    _check(isinstance(data["verdict"], str), path, "verdict is not text")
+    units = data["units"]
+    ok = isinstance(units, list) and all(isinstance(u, dict) for u in units)
+    _check(ok, path, "units is not a list of objects")
+    for u in units:
+        for key in ("name", "verdict", "reason"):
+            _check(isinstance(u.get(key), str), path, f"a unit's {key} is not text")
+        _check(
+            u.get("delta") is None or _is_number(u["delta"]), path, "a unit's delta is not a number"
+        )
+        ci = u.get("ci")
+        _check(
+            not ci or (isinstance(ci, list) and len(ci) == 2 and all(map(_is_number, ci))),
+            path,
+            "a unit's ci is not two numbers",
+        )
+        if u.get("delta") is not None and ci:
+            _check(_is_number(u.get("threshold")), path, "a unit's threshold is not a number")
+    return data
+
+
+def _check(ok: bool, path: Path, what: str, kind: str = "gate JSON report") -> None:
+    if not ok:
+        raise BadInput(f"{path}: malformed {kind} ({what})")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_time(value: object) -> bool:
+    """An ISO-8601 time, as the history chart reads it."""
+    try:
+        dt.datetime.fromisoformat(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True

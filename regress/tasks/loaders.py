@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from regress.core import safe_json
 from regress.core.errors import BadInput
 from regress.tasks.base import DataSource
 
@@ -44,14 +45,14 @@ def data_file(source: DataSource, relative: str, task: str) -> Path:
 
 
 def read_jsonl(path: Path) -> list[Doc]:
-    """One JSON object per non-blank line."""
+    """One JSON object per non-blank line (nested at most safe_json.MAX_DEPTH deep)."""
     rows = []
     # split("\n") as file iteration does: JSON strings may hold U+2028 and other line breaks.
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = safe_json.loads(line)
         except json.JSONDecodeError as exc:
             raise BadInput(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
         if not isinstance(row, dict):
@@ -61,9 +62,9 @@ def read_jsonl(path: Path) -> list[Doc]:
 
 
 def read_json(path: Path) -> Any:
-    """A whole-file JSON document."""
+    """A whole-file JSON document (nested at most safe_json.MAX_DEPTH deep)."""
     try:
-        return json.loads(read_text(path))
+        return safe_json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
 

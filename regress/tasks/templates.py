@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import re
 from typing import Any
 
@@ -26,9 +27,30 @@ def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     return re.sub(pattern, repl, string, count=count)
 
 
-_ENV = ImmutableSandboxedEnvironment(
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
-)
+MAX_SIZE = 1_000_000
+"""The largest string, list or integer (in digits) `*` and `**` may build in a template: a
+prompt is a few kilobytes; `"x" * 10**10` would exhaust memory and `9**999999999` the CPU."""
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, with `*` and `**` bounded as it bounds `range`."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        """`left operator right`, refusing a result above MAX_SIZE (OverflowError)."""
+        if operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+            digits = right * math.log10(abs(left)) if abs(left) > 1 else 0
+            if digits > MAX_SIZE:
+                raise OverflowError(f"** would build a number of {digits:.3g} digits")
+        sized, count = (left, right) if isinstance(right, int) else (right, left)
+        repeats = isinstance(sized, str | list | tuple) and isinstance(count, int)
+        if operator == "*" and repeats and len(sized) * count > MAX_SIZE:
+            raise OverflowError(f"* would build {len(sized) * count} items")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENV = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _ENV.filters["regex_replace"] = _regex_replace
 
 
@@ -39,6 +61,8 @@ def compile_template(source: str) -> jinja2.Template:
         return _ENV.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise BadInput(f"template {_short(source)}: {exc.message} (line {exc.lineno})") from exc
+    except RecursionError:  # thousands of nested brackets: Jinja's parser recurses
+        raise BadInput(f"template {_short(source)}: nested too deeply") from None
 
 
 def render(source: str, doc: dict[str, Any], where: str) -> str:
@@ -51,8 +75,13 @@ def render(source: str, doc: dict[str, Any], where: str) -> str:
         raise BadInput(
             f"{where}: template {_short(source)} refused by the sandbox ({exc})"
         ) from exc
-    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as exc:
+        # OverflowError: the sandbox's bounds (`range(10**9)`, and MAX_SIZE above)
         raise BadInput(f"{where}: template {_short(source)} failed ({exc})") from exc
+    except RecursionError:
+        raise BadInput(f"{where}: template {_short(source)} nested too deeply") from None
+    except MemoryError:  # a string method asked for gigabytes (`x.ljust(10**10)`)
+        raise BadInput(f"{where}: template {_short(source)} ran out of memory") from None
 
 
 def literal(text: str, where: str) -> Any:

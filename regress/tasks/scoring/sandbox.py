@@ -5,15 +5,19 @@ the folder, nothing from `os.environ`) and a new process group, and is killed at
 wall-clock limit. Inside, `regress/tasks/scoring/sandbox_child.py` applies the kernel's layers
 before any tested code runs:
 
-- `namespaces`: new user, network and pid namespaces. No network (only a loopback that is
-  down); when the run ends, every process it started dies with the namespace's init.
+- `namespaces`: new user, mount, network and pid namespaces. No network (only a loopback
+  that is down); when the run ends, every process it started dies with the namespace's init.
 - `rlimits`: CPU seconds, address space, file size, open files, no core files.
 - `process_limit`: at most `processes` processes (fork bombs). Root ignores RLIMIT_NPROC, so
   as root a pids cgroup (v1 `/sys/fs/cgroup/pids`, or v2 with the pids controller) caps them;
   otherwise RLIMIT_NPROC, which counts inside the fresh user namespace.
+- `disk`: a tmpfs of `disk_bytes` (and `disk_files` files) over the sandbox folder, private
+  to the run's mount namespace: every file the run writes, together, fits in it.
 - `landlock` (Linux 5.13+, ABI 4+ for TCP, 6+ for scopes): writes only beneath the sandbox
   folder, reads only beneath the Python installation and system folders (/usr, /lib, /bin),
   no TCP bind or connect, no signals or abstract unix sockets outside the sandbox.
+- `sockets`: a seccomp filter refuses unix, netlink and packet sockets (a pathname unix
+  socket such as /var/run/docker.sock is beyond both the network namespace and Landlock).
 
 A layer that cannot be applied makes the run a SANDBOX_ERROR (and `require_sandbox` raises)
 unless it is listed in `SandboxLimits.optional_layers` or `REGRESS_SANDBOX_OPTIONAL`
@@ -53,7 +57,7 @@ from typing import Any
 from regress.core.errors import BadInput, RunFailed
 from regress.tasks.scoring import sandbox_child
 
-LAYERS = ("namespaces", "rlimits", "process_limit", "landlock")
+LAYERS = ("namespaces", "rlimits", "process_limit", "disk", "landlock", "sockets")
 OPTIONAL_ENV = "REGRESS_SANDBOX_OPTIONAL"
 READ_ROOTS = ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache")
 MIN_LANDLOCK_ABI = 4
@@ -90,6 +94,9 @@ class SandboxLimits:
     memory_bytes: int = 1 << 30
     processes: int = 32
     file_bytes: int = 16 << 20
+    disk_bytes: int = 64 << 20
+    """All files the run writes, together (a tmpfs over its folder)."""
+    disk_files: int = 1024
     open_files: int = 64
     optional_layers: frozenset[str] = frozenset()
     """Layers allowed to be missing on this machine (an explicit opt-out; empty by default)."""
@@ -253,6 +260,8 @@ def _launch(
     config = {
         "optional": sorted(limits.optional_layers),
         "cgroup": cgroup,
+        "disk_bytes": limits.disk_bytes,
+        "disk_files": limits.disk_files,
         "report_fd": write_end,
         "min_landlock_abi": MIN_LANDLOCK_ABI,
         "read_roots": [os.path.realpath(sys.base_prefix), *READ_ROOTS],

@@ -36,11 +36,15 @@ RESULT_PREFIX = "REGRESS-SANDBOX-RESULT"
 MAX_NODES = 10_000
 """Values, elements and keys one result may hold; a larger value is not reported."""
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
@@ -59,6 +63,19 @@ _libc.syscall.restype = ctypes.c_long
 
 class SetupError(Exception):
     """A containment layer could not be applied."""
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
 
 
 class RulesetAttr(ctypes.Structure):
@@ -87,12 +104,58 @@ def join_cgroup(path: str) -> None:
 
 
 def enter_namespaces(uid: int, gid: int) -> None:
-    """New user, network and pid namespaces; this uid and gid map to themselves."""
-    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+    """New user, mount, network and pid namespaces; this uid and gid map to themselves."""
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                        ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
+
+
+def private_disk(path: str, size: int, inodes: int) -> None:
+    """A tmpfs of `size` bytes and `inodes` files over the sandbox folder, in this mount
+    namespace only: RLIMIT_FSIZE caps one file, this caps them all (and /tmp is not writable
+    under Landlock). The folder's files were read before."""
+    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
+    options = f"size={size},nr_inodes={inodes},mode=0700".encode()
+    _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "tmpfs")
+    os.chdir(path)  # the tmpfs, not the folder beneath it
+
+
+# What the socket filter refuses: unix sockets reach daemons outside the sandbox by path
+# (docker.sock), which neither the network namespace nor Landlock covers; netlink and packet
+# sockets talk to the kernel's network stack.
+AF_DENIED = (1, 16, 17)  # AF_UNIX, AF_NETLINK, AF_PACKET
+_SYS_SOCKET = 41  # x86-64
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_EACCES = 13
+
+
+def deny_sockets() -> None:
+    """A seccomp filter: socket(2) of the AF_DENIED families fails with EACCES; other system
+    calls and ABIs than x86-64's kill the process (an i386 `socketcall` would slip past)."""
+    if os.uname().machine != "x86_64":
+        raise SetupError(f"the socket filter is written for x86_64, not {os.uname().machine}")
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny, kill = 0x7FFF0000, 0x00050000 | _EACCES, 0x80000000
+    program = [
+        (ld, 0, 0, 4),  # arch
+        (jeq, 0, 9, _AUDIT_ARCH_X86_64),
+        (ld, 0, 0, 0),  # system call number
+        (jge, 7, 0, 0x40000000),  # the x32 ABI
+        (jeq, 0, 4, _SYS_SOCKET),
+        (ld, 0, 0, 16),  # args[0]: the address family
+        (jeq, 3, 0, AF_DENIED[0]),
+        (jeq, 2, 0, AF_DENIED[1]),
+        (jeq, 1, 0, AF_DENIED[2]),
+        (ret, 0, 0, allow),
+        (ret, 0, 0, deny),
+        (ret, 0, 0, kill),
+    ]
+    filters = (SockFilter * len(program))(*(SockFilter(*i) for i in program))
+    fprog = SockFprog(len(program), filters)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def set_limits(limits: dict[str, int]) -> None:
@@ -172,6 +235,13 @@ def contain(config: dict) -> list[str]:
     layer("namespaces", lambda: enter_namespaces(os.getuid(), os.getgid()))
     if not config["cgroup"]:
         layer("process_limit", process_limit)
+
+    def disk() -> None:
+        if "namespaces" not in applied:
+            raise SetupError("a private tmpfs needs the mount namespace")
+        private_disk(os.getcwd(), config["disk_bytes"], config["disk_files"])
+
+    layer("disk", disk)
     set_limits(config["rlimits"])
     applied.append("rlimits")
 
@@ -182,6 +252,7 @@ def contain(config: dict) -> list[str]:
         landlock(abi, os.getcwd(), config["read_roots"])
 
     layer("landlock", apply_landlock)
+    layer("sockets", deny_sockets)
     return applied
 
 
