@@ -141,6 +141,45 @@ def test_network_is_unreachable() -> None:
             server.accept()
 
 
+def test_unix_sockets_outside_cannot_be_reached(tmp_path: Path) -> None:
+    """A pathname unix socket (a docker.sock) is beyond the network namespace and Landlock:
+    the socket filter refuses to create one, and netlink and packet sockets too."""
+    path = tmp_path / "docker.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        server.listen()
+        server.setblocking(False)
+        program = (
+            "import socket\ndef f():\n    s = socket.socket(socket.AF_UNIX)\n"
+            f"    s.connect({str(path)!r})\n"
+            "    s.sendall(b'GET /containers/json')\n    return True\n"
+        )
+        result = run(program)
+        assert result.outcome is Outcome.FAILED and "Permission denied" in result.reason
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    for family in ("AF_NETLINK", "AF_PACKET"):
+        result = run(
+            f"import socket\ndef f():\n    socket.socket(socket.{family})\n    return True\n"
+        )
+        assert result.outcome is Outcome.FAILED and "Permission denied" in result.reason
+    # Local plumbing stays: a socketpair reaches nothing outside the run.
+    assert run("import socket\ndef f():\n    return len(socket.socketpair()) == 2\n").passed
+
+
+def test_all_files_together_fit_the_disk_cap() -> None:
+    """RLIMIT_FSIZE caps one file; the private tmpfs caps them all (768 MB once went to the
+    temp folder in 1.2 s and the outcome was still passed)."""
+    program = (
+        "def f():\n    for i in range(4):\n        with open(f'part{i}', 'wb') as out:\n"
+        "            out.write(b'x' * (15 << 20))\n    return True\n"
+    )
+    limits = SandboxLimits(cpu_seconds=2, wall_seconds=5, disk_bytes=32 << 20)
+    result = run(program, limits=limits)
+    assert result.outcome is Outcome.FAILED and "No space left on device" in result.reason
+    assert run(program, limits=SandboxLimits(cpu_seconds=2, wall_seconds=5)).passed
+
+
 def test_a_missing_layer_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "MIN_LANDLOCK_ABI", 1000)
     result = run("def f():\n    return True\n")
