@@ -17,12 +17,12 @@ Every generation gets exactly one class, checked in this order:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from regress.core import safe_regex
 from regress.core.records import Record
 from regress.run.generation import DEFAULT_REFUSALS, ReadAnswer
 
@@ -82,7 +82,7 @@ def classify(
         return FailureClass.TRUNCATED
     if read.think_closed and not read.answer.strip():
         return FailureClass.EMPTY_AFTER_THINK
-    if any(re.search(p, read.answer, re.IGNORECASE) for p in refusals):
+    if any(safe_regex.search(p, read.answer, ignore_case=True) for p in refusals):
         return FailureClass.REFUSAL
     if generation.pred in NO_ANSWER:
         return FailureClass.NO_ANSWER

@@ -12,11 +12,11 @@ after the last `think_end_token`, cut at the first stop string (lm-eval's
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from regress.core import safe_regex
 from regress.core.errors import BadInput
 from regress.core.requests import GenerateRequest, cut_at_stop
 
@@ -109,10 +109,7 @@ class GenerationSettings:
         if self.think_end_token == "":
             raise BadInput("think_end_token must not be empty")
         for pattern in self.refusals:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise BadInput(f"refusal pattern {pattern!r} is not a regex ({exc})") from None
+            safe_regex.check(pattern, "refusal pattern")
 
     @property
     def is_default(self) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from regress.core import safe_regex
 from regress.core.errors import BadInput
 from regress.core.requests import (
     GenerateRequest,
@@ -128,10 +129,7 @@ def _generate_item(row: dict[str, Any], where: str) -> Doc:
         raise BadInput(f"{where}: `match` must be one of {', '.join(MATCHES)}")
     if match == "regex":
         for pattern in expected:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise BadInput(f"{where}: regex {pattern!r}: {exc}") from exc
+            safe_regex.check(pattern, f"{where}: regex")
     ignore_case = row.get("ignore_case", False)
     max_tokens = row.get("max_tokens", MAX_TOKENS)
     until = row.get("until", list(UNTIL))
@@ -153,11 +151,10 @@ def _generate_item(row: dict[str, Any], where: str) -> Doc:
 def matches(answer: str, item: Doc) -> bool:
     """Whether a generated answer (stripped) satisfies the item's `expected` under `match`."""
     text = answer.strip()
-    flags = re.IGNORECASE if item["ignore_case"] else 0
     fold = (lambda s: s.lower()) if item["ignore_case"] else (lambda s: s)
     for expected in item["expected"]:
         if item["match"] == "regex":
-            if re.search(expected, text, flags):
+            if safe_regex.search(expected, text, item["ignore_case"]):
                 return True
         elif item["match"] == "contains":
             if fold(expected) in fold(text):

@@ -13,18 +13,18 @@ from __future__ import annotations
 import ast
 import functools
 import math
-import re
 from typing import Any
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from regress.core import safe_regex
 from regress.core.errors import BadInput
 
 
 def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     """lm-eval's `regex_replace` filter: `re.sub` inside a template."""
-    return re.sub(pattern, repl, string, count=count)
+    return safe_regex.sub(pattern, repl, string, count=count)
 
 
 MAX_SIZE = 1_000_000

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from regress.core import safe_yaml
+from regress.core import safe_regex, safe_yaml
 from regress.core.errors import BadInput
 
 _FENCED = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
@@ -103,7 +103,7 @@ class RegexValidator:
 
     def check(self, text: str) -> ValidatorResult:
         """re.search, with IGNORECASE when asked."""
-        found = re.search(self.pattern, text, re.IGNORECASE if self.ignore_case else 0)
+        found = safe_regex.search(self.pattern, text, self.ignore_case)
         if self.must_match:
             return _verdict(found is not None, f"no match for {self.pattern!r}")
         return _verdict(found is None, f"forbidden match {found.group(0)!r}" if found else "")
@@ -233,10 +233,7 @@ def parse_validator(spec: Any, where: str = "validator") -> Validator:
         return JsonSchemaValidator(spec["schema"])
     if kind in ("regex", "not_regex"):
         _keys(spec, {"pattern"}, {"ignore_case"}, where)
-        try:
-            re.compile(spec["pattern"])
-        except (re.error, TypeError) as e:
-            raise BadInput(f"{where}: invalid pattern {spec['pattern']!r}: {e}") from e
+        safe_regex.check(spec["pattern"], f"{where}: invalid pattern")
         return RegexValidator(spec["pattern"], kind == "regex", bool(spec.get("ignore_case")))
     if kind == "numeric":
         _keys(spec, {"answer"}, {"abs_tol", "rel_tol"}, where)

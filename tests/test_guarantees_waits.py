@@ -1,0 +1,54 @@
+"""A bound on every wait a user's pattern can cause: regular expressions from golden sets,
+validators, templates and refusal patterns run with a deadline (the `regex` package), and a
+pattern that runs past it is bad input naming it, not a hung gate."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from regress.core import safe_regex
+from regress.core.errors import BadInput
+from regress.run.generation import GenerationSettings
+from regress.tasks import golden, templates
+from regress.tasks.scoring.validators import parse_validator
+
+# Backtracking the `regex` package cannot cut short: exponential in the a's before the "!".
+SLOW = r"^(a|aa)+$"
+TEXT = "a" * 60 + "!"
+
+
+def _bounded(call) -> str:
+    start = time.monotonic()
+    with pytest.raises(BadInput) as exc:
+        call()
+    assert time.monotonic() - start < 10 * safe_regex.SECONDS
+    return str(exc.value)
+
+
+def test_the_probes_pattern_is_fast_now() -> None:
+    # `^(\w+\s?)+$` on a 41-character answer once ran for more than a minute under `re`.
+    assert safe_regex.search(r"^(\w+\s?)+$", "a" * 40 + "!") is None
+
+
+def test_a_golden_regex_that_backtracks_is_bad_input() -> None:
+    item = {"expected": [SLOW], "match": "regex", "ignore_case": False}
+    message = _bounded(lambda: golden.matches(TEXT, item))
+    assert "ran past 1 s" in message and "(a|aa)" in message
+
+
+def test_a_validator_regex_that_backtracks_is_bad_input() -> None:
+    check = parse_validator({"type": "regex", "pattern": SLOW})
+    _bounded(lambda: check.check(TEXT))
+
+
+def test_a_template_regex_replace_that_backtracks_is_bad_input() -> None:
+    source = "{{ text | regex_replace('" + SLOW.replace("\\", "\\\\") + "', 'x') }}"
+    _bounded(lambda: templates.render(source, {"text": TEXT}, "task t"))
+
+
+def test_a_refusal_pattern_is_checked_and_bounded() -> None:
+    with pytest.raises(BadInput, match=r"refusal pattern '\(' is not a regex"):
+        GenerationSettings(refusals=("(",))
+    _bounded(lambda: safe_regex.search(SLOW, TEXT, ignore_case=True))
