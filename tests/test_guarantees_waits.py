@@ -11,7 +11,7 @@ import pytest
 from regress.core import safe_regex
 from regress.core.errors import BadInput
 from regress.run.generation import GenerationSettings
-from regress.tasks import golden, templates
+from regress.tasks import golden, templates, yaml_config
 from regress.tasks.scoring.validators import parse_validator
 
 # Backtracking the `regex` package cannot cut short: exponential in the a's before the "!".
@@ -52,3 +52,21 @@ def test_a_refusal_pattern_is_checked_and_bounded() -> None:
     with pytest.raises(BadInput, match=r"refusal pattern '\(' is not a regex"):
         GenerationSettings(refusals=("(",))
     _bounded(lambda: safe_regex.search(SLOW, TEXT, ignore_case=True))
+
+
+def test_include_breadth_has_a_total_cap(tmp_path) -> None:
+    """20 levels of 4 includes each once took more than a minute (4**20 reads); 18 stay
+    within the depth limit and are refused by the total."""
+    for level in range(18):
+        names = "[" + ", ".join(f"l{level + 1}.yaml.inc" for _ in range(4)) + "]"
+        (tmp_path / f"l{level}.yaml.inc").write_text(f"include: {names}\n")
+    (tmp_path / "l18.yaml.inc").write_text("dataset_path: json\n")
+    (tmp_path / "task.yaml").write_text("task: wide\ninclude: l0.yaml.inc\n")
+    message = _bounded(lambda: yaml_config.scan([tmp_path]))
+    assert f"includes read more than {yaml_config.MAX_INCLUDED_FILES} files" in message
+
+
+def test_a_task_name_that_is_no_file_name_is_refused_before_anything_runs(tmp_path) -> None:
+    (tmp_path / "evil.yaml").write_text("task: ../../evil\ndataset_path: json\n")
+    with pytest.raises(BadInput, match=r"bad task name '\.\./\.\./evil'"):
+        yaml_config.scan([tmp_path])

@@ -23,6 +23,7 @@ import yaml
 
 from regress.core import safe_yaml
 from regress.core.errors import BadInput
+from regress.core.store import validate_task_name
 
 TASK_KEYS = frozenset(
     {
@@ -39,6 +40,9 @@ FEWSHOT_KEYS = frozenset({"sampler", "split", "samples"})
 SAMPLERS = ("default", "first_n")
 OUTPUT_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling", "generate_until")
 MAX_INCLUDE_DEPTH = 20
+MAX_INCLUDED_FILES = 200
+"""Files one task file may read through its includes, repeats counted: 20 levels of 4
+includes each once asked for 4**20 reads."""
 
 
 class _Refused:
@@ -116,10 +120,19 @@ def _refuse_functions(value: Any, path: Path, key: str) -> None:
             _refuse_functions(v, path, f"{key}[{i}]")
 
 
-def resolve_includes(path: Path, depth: int = 0) -> dict[str, Any]:
-    """The file's keys over those of its `include:` files (a name or a list, in order)."""
+def resolve_includes(path: Path) -> dict[str, Any]:
+    """The file's keys over those of its `include:` files (a name or a list, in order), each
+    relative to the including file or absolute (an override of lm-eval's installed YAML);
+    at most MAX_INCLUDED_FILES reads in all."""
+    return _resolve(path, 0, [MAX_INCLUDED_FILES])
+
+
+def _resolve(path: Path, depth: int, budget: list[int]) -> dict[str, Any]:
     if depth > MAX_INCLUDE_DEPTH:
         raise BadInput(f"{path}: include chain deeper than {MAX_INCLUDE_DEPTH} (a cycle?)")
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise BadInput(f"{path}: includes read more than {MAX_INCLUDED_FILES} files")
     data = read_yaml(path)
     included = data.pop("include", None)
     if included is None:
@@ -133,13 +146,15 @@ def resolve_includes(path: Path, depth: int = 0) -> dict[str, Any]:
         target = target if target.is_absolute() else path.parent / target
         if not target.is_file():
             raise BadInput(f"{path}: included file {target} does not exist")
-        merged.update(resolve_includes(target, depth + 1))
+        merged.update(_resolve(target, depth + 1, budget))
     merged.update(data)
     return merged
 
 
 def check_task_keys(config: dict[str, Any], path: Path) -> None:
-    """Every key of a task config is in the supported subset (BadInput naming the first)."""
+    """Every key of a task config is in the supported subset, and the task's name is one safe
+    file name (it names the records file), before anything runs (BadInput naming the first)."""
+    validate_task_name(config["task"], str(path))
     for key in config:
         if key not in TASK_KEYS:
             raise BadInput(
