@@ -89,3 +89,12 @@ def test_a_report_path_that_is_a_folder_is_bad_input(tmp_path) -> None:
     )
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert f"cannot write the report to {tmp_path}" in result.output
+
+
+def test_an_unknown_model_alias_is_one_line_and_no_progress() -> None:
+    result = CliRunner().invoke(cli, ["eval", "-m", "smollm9-135m", "-t", "builtin_dates"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert result.output.splitlines() == [
+        "regress: error: model 'smollm9-135m' not found (a .gguf path, a model folder, or one "
+        "of: smollm2-135m, gemma3-270m)"
+    ]

@@ -5,11 +5,14 @@ pattern that runs past it is bad input naming it, not a hung gate."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from regress.core import safe_regex
 from regress.core.errors import BadInput
+from regress.report import lm_eval
 from regress.run.generation import GenerationSettings
 from regress.tasks import golden, templates, yaml_config
 from regress.tasks.scoring.validators import parse_validator
@@ -70,3 +73,26 @@ def test_a_task_name_that_is_no_file_name_is_refused_before_anything_runs(tmp_pa
     (tmp_path / "evil.yaml").write_text("task: ../../evil\ndataset_path: json\n")
     with pytest.raises(BadInput, match=r"bad task name '\.\./\.\./evil'"):
         yaml_config.scan([tmp_path])
+
+
+def test_lm_eval_files_are_written_all_or_none(tmp_path, monkeypatch) -> None:
+    """`eval -o DIR --log-samples` once left a results file behind and then exited 2."""
+    runs = [SimpleNamespace(task=SimpleNamespace(name="t"))]
+    monkeypatch.setattr(lm_eval, "results_json", lambda *a: {"results": {}})
+    monkeypatch.setattr(lm_eval, "sample_lines", lambda run: ['{"doc_id": 0}'])
+    real = Path.write_text
+
+    def full_disk(self, text, **kwargs):
+        if self.name.startswith("samples_"):
+            raise OSError(28, "No space left on device")
+        return real(self, text, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    out = tmp_path / "out"
+    with pytest.raises(BadInput, match="cannot write results"):
+        lm_eval.write_lm_eval(runs, out, {}, 1.0, log_samples=True)
+    assert list(out.iterdir()) == []
+    monkeypatch.setattr(Path, "write_text", real)
+    written = lm_eval.write_lm_eval(runs, out, {}, 1.0, log_samples=True)
+    assert sorted(p.name.split("_")[0] for p in out.iterdir()) == ["results", "samples"]
+    assert len(written) == 2

@@ -22,6 +22,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -287,25 +288,34 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int, int], None]]:
         TextColumn("ETA"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=stderr, transient=False) as bar:
-        task_id = bar.add_task(label, total=None)
-        # A CI log is no terminal: rich draws nothing until the end, so log a line a minute.
-        last_line = time.monotonic()
+    # The bar appears with the first request, so an error before any (an unknown model, a
+    # refused setting) is the only line printed.
+    bar = Progress(*columns, console=stderr, transient=False)
+    task_id: TaskID | None = None
+    # A CI log is no terminal: rich draws nothing until the end, so log a line a minute.
+    last_line = time.monotonic()
 
-        def update(done: int, total: int, n_examples: int) -> None:
-            nonlocal last_line
-            ratio = n_examples / total if total else 1.0
-            bar.update(task_id, completed=done, total=total, examples_per_request=ratio)
-            now = time.monotonic()
-            if not stderr.is_terminal and total and now - last_line >= 60:
-                last_line = now
-                speed = (bar.tasks[0].speed or 0.0) * ratio
-                stderr.print(
-                    f"{label}: {done}/{total} requests ({done / total:.0%}), {speed:.1f} ex/s",
-                    highlight=False,
-                )
+    def update(done: int, total: int, n_examples: int) -> None:
+        nonlocal last_line, task_id
+        if task_id is None:
+            bar.start()
+            task_id = bar.add_task(label, total=None)
+        ratio = n_examples / total if total else 1.0
+        bar.update(task_id, completed=done, total=total, examples_per_request=ratio)
+        now = time.monotonic()
+        if not stderr.is_terminal and total and now - last_line >= 60:
+            last_line = now
+            speed = (bar.tasks[0].speed or 0.0) * ratio
+            stderr.print(
+                f"{label}: {done}/{total} requests ({done / total:.0%}), {speed:.1f} ex/s",
+                highlight=False,
+            )
 
+    try:
         yield update
+    finally:
+        if task_id is not None:
+            bar.stop()
 
 
 def run_with_progress(label: str, plan: RunPlan) -> Outcome:

@@ -154,17 +154,23 @@ def write_lm_eval(
     An output folder that cannot be made or written (a file, no permission) is a BadInput.
     """
     stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-    written = [out_dir / f"results_{stamp}.json"]
     doc = results_json(runs, model_config, elapsed_s)
+    # Every file is rendered before the first is written, and a failed write removes what
+    # it wrote: the folder gets all of a run's files or none of them.
+    files = {out_dir / f"results_{stamp}.json": json.dumps(doc, indent=2, default=str) + "\n"}
+    if log_samples:
+        for run in runs:
+            path = out_dir / f"samples_{run.task.name}_{stamp}.jsonl"
+            files[path] = "".join(x + "\n" for x in sample_lines(run))
+    written: list[Path] = []
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        written[0].write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
-        if log_samples:
-            for run in runs:
-                path = out_dir / f"samples_{run.task.name}_{stamp}.jsonl"
-                path.write_text("".join(x + "\n" for x in sample_lines(run)), encoding="utf-8")
-                written.append(path)
+        for path, text in files.items():
+            written.append(path)
+            path.write_text(text, encoding="utf-8")
     except OSError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
         raise BadInput(f"--output-path {out_dir}: cannot write results ({exc.strerror})") from exc
     return written
 
