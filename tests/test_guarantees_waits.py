@@ -4,6 +4,8 @@ pattern that runs past it is bad input naming it, not a hung gate."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +16,8 @@ from regress.core import safe_regex
 from regress.core.errors import BadInput
 from regress.report import lm_eval
 from regress.run.generation import GenerationSettings
+from regress.sweep.quantize import _remove_orphans
+from regress.sweep.results import load_results
 from regress.tasks import golden, templates, yaml_config
 from regress.tasks.scoring.validators import parse_validator
 
@@ -96,3 +100,27 @@ def test_lm_eval_files_are_written_all_or_none(tmp_path, monkeypatch) -> None:
     written = lm_eval.write_lm_eval(runs, out, {}, 1.0, log_samples=True)
     assert sorted(p.name.split("_")[0] for p in out.iterdir()) == ["results", "samples"]
     assert len(written) == 2
+
+
+def test_a_sweep_folder_cannot_name_a_file_outside_it(tmp_path) -> None:
+    """A sweep.json naming `../../x` once made `recommend` read a file outside the folder."""
+    outside = tmp_path / "secret.json"
+    outside.write_text('{"skipped": "x", "settings": {"type": "Q8_0"}}')
+    folder = tmp_path / "sweep"
+    (folder / "configs").mkdir(parents=True)
+    configs = ["../secret"]
+    (folder / "sweep.json").write_text(
+        json.dumps({"model": "m", "source_sha256": "a" * 64, "configs": configs})
+    )
+    with pytest.raises(BadInput, match="is not a safe file name"):
+        load_results(folder)
+
+
+def test_a_killed_quantization_s_temporary_file_is_removed_by_the_next(tmp_path) -> None:
+    out = tmp_path / "q.gguf"
+    dead = tmp_path / ".q.gguf.999999999.abc"  # no such process
+    live = tmp_path / f".q.gguf.{os.getpid()}.def"  # a quantization still running
+    dead.write_bytes(b"x")
+    live.write_bytes(b"x")
+    _remove_orphans(out)
+    assert not dead.exists() and live.exists()

@@ -94,7 +94,8 @@ def quantize_file(src: Path, settings: QuantSettings | str, out: Path, threads: 
     if settings.token_embedding_type:
         params.token_embedding_type = tensor_types()[settings.token_embedding_type.upper()]
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    _remove_orphans(out)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.{os.getpid()}.", dir=out.parent)
     os.close(fd)
     try:
         status = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), params)
@@ -111,6 +112,25 @@ def quantize_file(src: Path, settings: QuantSettings | str, out: Path, threads: 
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def _remove_orphans(out: Path) -> None:
+    """Delete the temporary files of earlier quantizations to `out` whose process is gone (a
+    kill -9 leaves its `.NAME.PID.*` file, up to gigabytes, behind)."""
+    for tmp in out.parent.glob(f".{out.name}.*"):
+        pid = tmp.name[len(out.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: alive
+    return True
 
 
 _SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from regress.sweep.quantize import QuantSettings
 from regress.sweep.token_kld import Divergence
 
 SOURCE = "source"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,99}")
 """The name of the source model's own row (every other row is compared with it)."""
 
 
@@ -125,7 +127,11 @@ class SweepResults:
 
 
 def slug(name: str) -> str:
-    """A configuration's name as a file name (`Q4_0+out=Q8_0` -> `Q4_0_out-Q8_0`)."""
+    """A configuration's name as a file name (`Q4_0+out=Q8_0` -> `Q4_0_out-Q8_0`); BadInput
+    for a name that is no safe file name (a sweep.json naming `../../x` once made `recommend`
+    read a file outside the sweep folder)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise BadInput(f"configuration name {str(name)[:80]!r} is not a safe file name")
     return name.replace("=", "-").replace("+", "_")
 
 
