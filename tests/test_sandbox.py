@@ -180,6 +180,23 @@ def test_all_files_together_fit_the_disk_cap() -> None:
     assert run(program, limits=SandboxLimits(cpu_seconds=2, wall_seconds=5)).passed
 
 
+def test_memory_of_all_processes_together_is_capped() -> None:
+    """Each process has its own address-space limit; 6 forks of 600 MiB once used 3.5 GB."""
+    program = (
+        "import os, time\ndef f():\n    kids = []\n    for _ in range(6):\n"
+        "        pid = os.fork()\n        if pid == 0:\n            block = bytearray(600 << 20)\n"
+        "            block[::4096] = b'x' * len(block[::4096])\n            time.sleep(1)\n"
+        "            os._exit(0)\n        kids.append(pid)\n"
+        "    return all(os.waitpid(k, 0)[1] == 0 for k in kids)\n"
+    )
+    limits = SandboxLimits(cpu_seconds=5, wall_seconds=20, memory_total=2 << 30)
+    result = run(program, limits=limits)
+    assert "memory_limit" in result.layers
+    assert not result.passed, result
+    # Within the total, the same forks pass.
+    assert run(program.replace("600 << 20", "200 << 20"), limits=limits).passed
+
+
 def test_a_missing_layer_refuses_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "MIN_LANDLOCK_ABI", 1000)
     result = run("def f():\n    return True\n")

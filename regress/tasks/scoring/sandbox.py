@@ -11,6 +11,8 @@ before any tested code runs:
 - `process_limit`: at most `processes` processes (fork bombs). Root ignores RLIMIT_NPROC, so
   as root a pids cgroup (v1 `/sys/fs/cgroup/pids`, or v2 with the pids controller) caps them;
   otherwise RLIMIT_NPROC, which counts inside the fresh user namespace.
+- `memory_limit`: the memory of all the run's processes together: as root a memory cgroup at
+  `memory_total`; otherwise RLIMIT_NPROC lowered so that RLIMIT_AS adds up to it.
 - `disk`: a tmpfs of `disk_bytes` (and `disk_files` files) over the sandbox folder, private
   to the run's mount namespace: every file the run writes, together, fits in it.
 - `landlock` (Linux 5.13+, ABI 4+ for TCP, 6+ for scopes): writes only beneath the sandbox
@@ -57,7 +59,7 @@ from typing import Any
 from regress.core.errors import BadInput, RunFailed
 from regress.tasks.scoring import sandbox_child
 
-LAYERS = ("namespaces", "rlimits", "process_limit", "disk", "landlock", "sockets")
+LAYERS = ("namespaces", "rlimits", "process_limit", "memory_limit", "disk", "landlock", "sockets")
 OPTIONAL_ENV = "REGRESS_SANDBOX_OPTIONAL"
 READ_ROOTS = ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache")
 MIN_LANDLOCK_ABI = 4
@@ -92,6 +94,10 @@ class SandboxLimits:
     cpu_seconds: int = 5
     wall_seconds: float = 10.0
     memory_bytes: int = 1 << 30
+    """Address space of each process (RLIMIT_AS)."""
+    memory_total: int = 2 << 30
+    """Memory of all the run's processes together: a memory cgroup as root; otherwise an
+    RLIMIT_NPROC of memory_total // memory_bytes, so their address spaces add up to it."""
     processes: int = 32
     file_bytes: int = 16 << 20
     disk_bytes: int = 64 << 20
@@ -236,8 +242,8 @@ def run_python(program: str, tests: Sequence[str], limits: SandboxLimits) -> San
         (workdir / "solution.py").write_text(program, encoding="utf-8")
         expressions = [check.expression for check in checks]
         (workdir / "expressions.json").write_text(json.dumps(expressions), encoding="utf-8")
-        with _pids_cgroup(limits) as cgroup:
-            return _launch(workdir, checks, cgroup, limits)
+        with _cgroups(limits) as groups:
+            return _launch(workdir, checks, groups, limits)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -254,12 +260,14 @@ def require_sandbox(limits: SandboxLimits) -> tuple[str, ...]:
 
 
 def _launch(
-    workdir: Path, checks: Sequence[Check], cgroup: str | None, limits: SandboxLimits
+    workdir: Path, checks: Sequence[Check], groups: _Groups, limits: SandboxLimits
 ) -> SandboxResult:
     read_end, write_end = os.pipe()
     config = {
         "optional": sorted(limits.optional_layers),
-        "cgroup": cgroup,
+        "cgroup": groups.pids,
+        "memory_cgroup": groups.memory,
+        "memory_nproc": max(2, limits.memory_total // limits.memory_bytes),
         "disk_bytes": limits.disk_bytes,
         "disk_files": limits.disk_files,
         "report_fd": write_end,
@@ -381,35 +389,56 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _pids_root() -> Path | None:
-    """A writable pids cgroup hierarchy (v1, or v2 with the pids controller), if any."""
-    v1 = Path("/sys/fs/cgroup/pids")
+def _controller_root(controller: str) -> Path | None:
+    """A writable cgroup hierarchy with `controller` (v1, or v2 with it enabled), if any."""
+    v1 = Path("/sys/fs/cgroup") / controller
     if (v1 / "cgroup.procs").exists() and os.access(v1, os.W_OK):
         return v1
     v2 = Path("/sys/fs/cgroup")
     control = v2 / "cgroup.subtree_control"
-    if control.exists() and "pids" in control.read_text().split() and os.access(v2, os.W_OK):
+    if control.exists() and controller in control.read_text().split() and os.access(v2, os.W_OK):
         return v2
     return None
 
 
+@dataclass(frozen=True)
+class _Groups:
+    pids: str | None
+    memory: str | None
+
+
 @contextlib.contextmanager
-def _pids_cgroup(limits: SandboxLimits) -> Iterator[str | None]:
-    """As root, a fresh pids cgroup capped at `limits.processes` (removed afterwards)."""
-    root = _pids_root() if os.geteuid() == 0 else None
-    if root is None:
-        yield None
-        return
-    group = root / f"regress-sandbox-{uuid.uuid4().hex}"
-    group.mkdir()
+def _cgroups(limits: SandboxLimits) -> Iterator[_Groups]:
+    """As root, fresh cgroups capping the run's processes at `limits.processes` and their
+    memory together at `limits.memory_total` (v2 holds both in one group); removed after."""
+    limits_by_controller = {
+        "pids": {"pids.max": limits.processes},
+        # v1 names the memory cap memory.limit_in_bytes, v2 memory.max.
+        "memory": {"memory.limit_in_bytes": limits.memory_total},
+    }
+    made: dict[Path, Path] = {}  # hierarchy -> the run's group in it
+    groups: dict[str, str | None] = {"pids": None, "memory": None}
     try:
-        (group / "pids.max").write_text(str(limits.processes))
-        yield str(group)
+        for controller, files in limits_by_controller.items():
+            root = _controller_root(controller) if os.geteuid() == 0 else None
+            if root is None:
+                continue
+            if root not in made:
+                made[root] = root / f"regress-sandbox-{uuid.uuid4().hex}"
+                made[root].mkdir()
+            for name, value in files.items():
+                v2 = root.name != controller
+                (made[root] / ("memory.max" if v2 and controller == "memory" else name)).write_text(
+                    str(value)
+                )
+            groups[controller] = str(made[root])
+        yield _Groups(groups["pids"], groups["memory"])
     finally:
         # The namespace's processes take a moment to be reaped after init dies.
-        for _ in range(50):
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.02)
+        for group in made.values():
+            for _ in range(50):
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.02)

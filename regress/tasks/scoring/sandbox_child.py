@@ -98,7 +98,7 @@ def _check(result: int, what: str) -> int:
 
 
 def join_cgroup(path: str) -> None:
-    """Move this process into the pids cgroup the parent made (its pids.max is the cap)."""
+    """Move this process into a cgroup the parent made (its pids.max or memory cap holds)."""
     with open(os.path.join(path, "cgroup.procs"), "w") as f:
         f.write(str(os.getpid()))
 
@@ -230,11 +230,30 @@ def contain(config: dict) -> list[str]:
             # (and collide with) every process of this user on the machine.
             raise SetupError("RLIMIT_NPROC needs the user namespace")
 
+    def memory_limit() -> None:
+        group = config["memory_cgroup"]
+        if group and group != config["cgroup"]:
+            join_cgroup(group)
+        elif not group:
+            if os.getuid() == 0:
+                raise SetupError(
+                    "no memory cgroup is writable, and RLIMIT_NPROC does not bind root"
+                )
+            if "namespaces" not in applied:
+                raise SetupError("RLIMIT_NPROC needs the user namespace")
+            # Without a cgroup, few processes of RLIMIT_AS each add up to the total.
+            nproc = min(config["rlimits"]["RLIMIT_NPROC"], config["memory_nproc"])
+            config["rlimits"]["RLIMIT_NPROC"] = nproc
+
     if config["cgroup"]:
         layer("process_limit", process_limit)
+        if config["memory_cgroup"]:
+            layer("memory_limit", memory_limit)
     layer("namespaces", lambda: enter_namespaces(os.getuid(), os.getgid()))
     if not config["cgroup"]:
         layer("process_limit", process_limit)
+    if not (config["cgroup"] and config["memory_cgroup"]):
+        layer("memory_limit", memory_limit)
 
     def disk() -> None:
         if "namespaces" not in applied:
