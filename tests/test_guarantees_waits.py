@@ -1,6 +1,7 @@
-"""A bound on every wait a user's pattern can cause: regular expressions from golden sets,
-validators, templates and refusal patterns run with a deadline (the `regex` package), and a
-pattern that runs past it is bad input naming it, not a hung gate."""
+"""A bound on every wait a user's input can cause (regular expressions with a deadline,
+include breadth, JSON depth in every reader), and the smaller input defects of the same probe:
+unsafe task and configuration names, half-written lm-eval files, a killed quantization's
+leftovers."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from regress.bench.prompts import load_prompts
 from regress.core import safe_regex
 from regress.core.errors import BadInput
+from regress.proxy.flip_rates import load_calibration
 from regress.report import lm_eval
 from regress.run.generation import GenerationSettings
+from regress.run.lm_eval_import import _parse
 from regress.sweep.quantize import _remove_orphans
 from regress.sweep.results import load_results
 from regress.tasks import golden, templates, yaml_config
@@ -124,3 +128,26 @@ def test_a_killed_quantization_s_temporary_file_is_removed_by_the_next(tmp_path)
     live.write_bytes(b"x")
     _remove_orphans(out)
     assert not dead.exists() and live.exists()
+
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def test_deep_json_in_every_other_reader_is_bad_input(tmp_path) -> None:
+    """Calibration files, bench prompts, lm-eval samples and sweep folders parse through the
+    depth-bounded reader too: RecursionError once crashed them (exit 3)."""
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(DEEP)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(DEEP + "\n")
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    (folder / "sweep.json").write_text(DEEP)
+    for call in (
+        lambda: load_calibration(calibration),
+        lambda: load_prompts(str(prompts)),
+        lambda: _parse(DEEP, "samples.jsonl:1"),
+        lambda: load_results(folder),
+    ):
+        with pytest.raises(BadInput):
+            call()

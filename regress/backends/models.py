@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from regress.core import safe_json
 from regress.core.errors import BadInput
 from regress.core.manifest import ModelInfo
 
@@ -125,7 +126,10 @@ def model_info(ref: str) -> ModelInfo:
     sha = file_sha256(path)
     cached = _info_cache() / f"{sha}.json"
     if cached.is_file():
-        return dataclasses.replace(ModelInfo(**json.loads(cached.read_text())), ref=ref)
+        try:
+            return dataclasses.replace(ModelInfo(**safe_json.loads(cached.read_text())), ref=ref)
+        except (OSError, ValueError, TypeError):
+            pass  # a damaged cache entry is read again from the header
     info = _gguf_info(ref, path, sha)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)

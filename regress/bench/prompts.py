@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from regress.core import safe_json
 from regress.core.errors import BadInput
 
 _PASSAGE = (
@@ -65,7 +66,7 @@ def load_prompts(source: str) -> tuple[str, ...]:
         prompts = []
         for number, line in enumerate(lines, 1):
             try:
-                row = json.loads(line)
+                row = safe_json.loads(line)
             except json.JSONDecodeError as exc:
                 raise BadInput(f"--prompts {path}:{number}: not JSON ({exc.msg})") from exc
             if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):

@@ -9,12 +9,12 @@ unit's examples by the reference's margin, and count flips per quantile bin.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from regress.core import safe_json
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.proxy_design import Calibration
@@ -96,7 +96,7 @@ def load_calibration(path: Path | None) -> Calibration:
     if path is None:
         return DEFAULT
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = safe_json.loads(path.read_text(encoding="utf-8"))
         points = tuple((float(q), float(f)) for q, f in data["points"])
         calibration = Calibration(name=str(data["name"]), source=str(data["source"]), points=points)
     except (OSError, ValueError, KeyError, TypeError) as exc:

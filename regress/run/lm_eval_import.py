@@ -35,6 +35,7 @@ from typing import Any
 from regress import __version__
 from regress.backends import parse_model_args
 from regress.backends.models import model_info
+from regress.core import safe_json
 from regress.core.errors import BadInput
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.core.hashes import digest, task_hashes
@@ -273,7 +274,7 @@ def _read_samples(path: Path) -> list[_Sample]:
 def _parse(text: str, where: str) -> _Sample:
     """One samples line, checked for the shape lm-eval writes for multiple choice."""
     try:
-        line = json.loads(text)
+        line = safe_json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{where}: not valid JSON ({exc.msg})") from exc
     try:
@@ -341,7 +342,7 @@ def _record(task: str, sample: _Sample, settings: _TaskSettings) -> Record:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = safe_json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
     if not isinstance(data, dict):

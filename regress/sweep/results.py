@@ -6,12 +6,12 @@ JSON in `configs/NAME.json`, and the folder as a whole (`load_results`).
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from regress.core import safe_json
 from regress.core.errors import BadInput
 from regress.sweep.quantize import QuantSettings
 from regress.sweep.token_kld import Divergence
@@ -163,13 +163,13 @@ def load_results(out_dir: Path) -> SweepResults:
         raise BadInput(f"{out_dir}: not a sweep folder (no sweep.json)")
     results, skipped, pending = [], [], []
     try:
-        asked = json.loads(manifest.read_text(encoding="utf-8"))
+        asked = safe_json.loads(manifest.read_text(encoding="utf-8"))
         for name in [SOURCE, *asked["configs"]]:
             path = out_dir / "configs" / f"{slug(name)}.json"
             if not path.is_file():
                 pending.append(name)
                 continue
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = safe_json.loads(path.read_text(encoding="utf-8"))
             if "skipped" in data:
                 skipped.append(Skipped(name, QuantSettings(**data["settings"]), data["skipped"]))
             else:

@@ -36,6 +36,7 @@ from typing import Any
 from regress import __version__
 from regress.backends.models import model_info, resolve_model_path
 from regress.bench.summaries import accuracy_run
+from regress.core import safe_json
 from regress.core.errors import BadInput, RunFailed
 from regress.core.manifest import Run
 from regress.core.store import is_run_folder, read_run, write_run
@@ -257,7 +258,7 @@ class _Sweep:
         path = self.out / "sweep.json"
         if path.is_file():
             try:
-                old = json.loads(path.read_text(encoding="utf-8"))
+                old = safe_json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise BadInput(f"{path}: unreadable ({exc})") from exc
             old["suite"] = _suite_entries(old.get("suite") or {})
@@ -277,7 +278,10 @@ class _Sweep:
         path = self.out / "configs" / f"{slug(name)}.json"
         if not path.is_file():
             return None
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        try:
+            return dict(safe_json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError) as exc:
+            raise BadInput(f"{path}: unreadable sweep result ({exc}); delete it to redo") from exc
 
     def quantized(self, settings: QuantSettings) -> Path:
         key = settings_key(self.source_info.sha256, settings)
