@@ -13,9 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 from regress.cli import cli
+from regress.core.errors import BadInput
 from regress.tasks import python_functions as pf
+from regress.tasks.scoring.sandbox import _Undecodable, decode, parse_check
 from regress.tasks.scoring.sandbox_child import RESULT_PREFIX
 
+TUPLE_23 = {"t": "tuple", "v": [{"t": "int", "v": "2"}, {"t": "int", "v": "3"}]}
 _FORGED = '{"status": "passed", "failed": [], "errors": [], "results": []}'
 HOSTILE = {
     # The nonce sits in the harness's frame: read it, print a passing line, leave.
@@ -121,3 +124,21 @@ def test_eval_against_a_server_of_forgeries_scores_zero(server, tmp_path) -> Non
     (results,) = tmp_path.glob("**/results_*.json")
     metrics = json.loads(results.read_text())["results"]["python_functions"]
     assert metrics["pass,none"] == 0.0
+
+
+def test_hidden_tests_are_split_and_values_decoded_by_regress_s_rules() -> None:
+    check = parse_check("assert f(2) == [1, (2, 3)]")
+    assert (check.expression, check.op, check.expected) == ("f(2)", "==", [1, (2, 3)])
+    assert check.holds(decode({"t": "list", "v": [{"t": "int", "v": "1"}, TUPLE_23]}))
+    assert not check.holds(decode({"t": "list", "v": [{"t": "int", "v": "1"}]}))
+    assert parse_check("assert is_even(4) is True").holds(decode({"t": "bool", "v": True}))
+    assert not parse_check("assert is_even(4) is True").holds(decode({"t": "int", "v": "1"}))
+    for statement in ("assert f() is 1", "assert f() == g()", "print(1)", "assert f("):
+        with pytest.raises(BadInput):
+            parse_check(statement)
+    # Anything outside the tagged form is no value.
+    unhashable_set = {"t": "set", "v": [{"t": "list", "v": []}]}
+    odd = [{"t": "int", "v": "1e3"}, unhashable_set, {"t": "obj", "v": "x"}, {"t": "none", "v": 1}]
+    for node in [*odd, [1], {"t": "bool", "v": 1}]:
+        with pytest.raises(_Undecodable):
+            decode(node)
