@@ -42,7 +42,6 @@ from regress.gate.policy import Policy
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))
-ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ def run(side: Side, model: str, suite: Path, out: Path) -> tuple[Run, float]:
         ["--model-args", side.model_args] * bool(side.model_args)
     )
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=ENV, cwd=REPO)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     if done.returncode:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return read_run(out), time.perf_counter() - start
@@ -96,7 +95,7 @@ def movement(a: Run, b: Run) -> tuple[int, int, float | None]:
 def system_info(python: str) -> str:
     """The llama.cpp build's CPU features, as llama.cpp prints them."""
     code = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=ENV)
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True)
     return done.stdout.strip() or done.stderr.strip()[-200:]
 
 

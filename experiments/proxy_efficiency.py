@@ -42,7 +42,6 @@ from regress.proxy.build import ProxyOptions, build_proxy
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))
-ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
 REGRESS = [sys.executable, "-m", "regress.cli"]
 Z95 = 1.959964
 
@@ -56,9 +55,9 @@ def ensure_run(runs_dir: Path, task: str, name: str, models_dir: Path) -> Run:
             model = str(models_dir / f"smollm2-{name}.gguf")
             if not Path(model).exists():
                 cmd = [*REGRESS, "quantize", "smollm2-135m", "--type", name, "-o", model]
-                subprocess.run(cmd, check=True, env=ENV, capture_output=True)
+                subprocess.run(cmd, check=True, capture_output=True)
         cmd = [*REGRESS, "eval", "-m", model, "-t", task, "--data-dir", str(DATA)]
-        subprocess.run([*cmd, "--save-run", str(folder)], check=True, env=ENV)
+        subprocess.run([*cmd, "--save-run", str(folder)], check=True)
     return read_run(folder)
 
 

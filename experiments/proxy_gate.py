@@ -35,7 +35,6 @@ from regress.proxy.selftest import SelftestOptions, selftest_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))
-ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
 POLICY = "rule: change\nmax_drop: 0.01\n"
 
 
@@ -92,7 +91,7 @@ def main() -> None:
         with open(args.lock, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             start = time.perf_counter()
-            result = subprocess.run(command, env=ENV, capture_output=True, text=True)
+            result = subprocess.run(command, capture_output=True, text=True)
             elapsed = time.perf_counter() - start
         print(
             f"regress check on the {chosen}-example proxy, {args.candidate} candidate, no cache: "

@@ -1,6 +1,6 @@
 """The latency gate's false-alarm rate on A/A runs on this machine (docs/speed.md).
 
-    OMP_WAIT_POLICY=PASSIVE flock /tmp/regress-model.lock \\
+    flock /tmp/regress-model.lock \\
         .venv/bin/python experiments/speed_gate_aa.py [--model smollm2-135m] [--repeats 40]
         [--prompts 4] [--output-len 16] [--rounds 3] [--slower-threads 1]
 

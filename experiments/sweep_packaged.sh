@@ -7,7 +7,6 @@ which=${1:-both}
 root=${2:-/work/sweeps}
 regress=${REGRESS:-.venv/bin/regress}
 read -r -a extra <<< "${SWEEP_ARGS:-}"
-export OMP_WAIT_POLICY=PASSIVE
 
 sweep() {  # name, then the sweep's own arguments
     local name=$1; shift

@@ -6,8 +6,10 @@ load, evaluation, output): lm-eval 0.4.13 `hf`, `regress eval --backend hf`, the
 (float32 HF weights dequantised from the packaged GGUF; llama.cpp runs the GGUF itself).
 Workload: MMLU 5-shot (--mmlu-per-subject questions of each subject, as in the proxy suite)
 and the first --limit ARC-Easy test questions, the documents made identical as in
-experiments/parity_lm_eval.py. Every hf run uses batch size 1; all use the same threads and no
-result cache. `--limit 0` leaves ARC-Easy out; `--runs` picks the regress runs.
+experiments/parity_lm_eval.py. Every hf run uses batch size 1; all use the same threads, the
+same OpenMP waiting (regress's default, set when this script imports regress, unless you set
+one) and no result cache. `--limit 0` leaves ARC-Easy out; `--runs` picks the regress runs.
+Prints the llama.cpp build's CPU features with the table.
 
     .venv/bin/python experiments/vs_lm_eval.py [--mmlu-per-subject 5] [--limit 100] [--threads 2]
         [--runs hf,hf-prefix,llama_cpp]
@@ -34,6 +36,7 @@ from parity_lm_eval import (
     write_lm_eval_tasks,
 )
 
+from regress.core.fingerprint import openmp_waiting
 from regress.core.manifest import Run
 from regress.core.store import read_run
 from regress.tasks import resolve_source
@@ -107,6 +110,9 @@ def main() -> None:
         f"## Wall time, {n} examples (MMLU 5-shot {args.mmlu_per_subject}/subject{arc}), "
         f"{MODEL}, {args.threads} threads\n"
     )
+    info = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
+    flags = subprocess.run([sys.executable, "-c", info], capture_output=True, text=True)
+    print(f"llama.cpp: {flags.stdout.strip()}\nOpenMP waiting: {openmp_waiting()}\n")
     print(
         "| run | wall time | examples/s | speed-up over lm-eval | same predictions as lm-eval hf |"
     )

@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-# Test modules import llama_cpp themselves; libgomp reads this when it loads (see
-# regress.backends.load_backend for why regress waits passively).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
+# Test modules import llama_cpp themselves, and libgomp reads its waiting once, when it loads:
+# importing regress.backends first sets regress's default (regress.backends.GOMP_SPINCOUNT).
 from regress.backends.models import resolve_model_path
 
 REPO = Path(__file__).resolve().parents[1]

@@ -121,11 +121,15 @@ def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
     q8 = tmp_path / "q8.gguf"
     assert run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))[0] == 0
     code, data = check_json(arc_store, str(q8), tmp_path, data_dir)
-    assert code == ExitCode.OK and data["verdict"] == "PASS"
     [unit] = data["units"]
+    # Never a REGRESSION; a PASS exactly when its within-margin test says so (100 examples
+    # rarely suffice to show 2 points: the verdict is then INCONCLUSIVE, exit 0).
+    shown = unit["pass_adjusted_pvalue"] < 0.05
+    assert code == ExitCode.OK and data["verdict"] == ("PASS" if shown else "INCONCLUSIVE")
     assert unit["b"] + unit["c"] < 0.1 * unit["n"]  # Q8_0 changes about 1% of answers here
     assert unit["n"] == int(ARC_LIMIT)
-    assert (tmp_path / "r.md").read_text().splitlines()[0].startswith("## regress: ✅ PASS")
+    first = (tmp_path / "r.md").read_text().splitlines()[0]
+    assert first.startswith("## regress: ✅ PASS" if shown else "## regress: ⚠️ INCONCLUSIVE")
     # The same model with zero flips: tests/test_cli_misc.py (the committed baseline).
 
 

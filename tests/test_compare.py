@@ -12,14 +12,14 @@ from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record, Status
 from regress.gate.baseline_power import plan_baseline
 from regress.gate.compare import ROLLING, compare
+from regress.gate.margin_test import Side, drop_bound, margin_pvalue
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy
-from regress.gate.power import accuracy_mde, accuracy_n
+from regress.gate.power import accuracy_mde, accuracy_n, pass_n
 from regress.gate.results import MAX_FLIPS, UnitKind, Verdict
-from regress.gate.rules import Rule
+from regress.gate.rules import PassRequires, Rule
 from regress.gate.stats import (
     adjust_pvalues,
     kl_divergence_choices,
-    margin_pvalue,
     mcnemar_pvalue,
     paired_diff_ci,
 )
@@ -89,7 +89,13 @@ def test_identical_runs_pass_with_no_flip():
     (unit,) = result.units
     assert result.verdict is Verdict.PASS and result.exit_code is ExitCode.OK
     assert (unit.n, unit.b, unit.c, unit.delta, unit.change_pvalue) == (300, 0, 0, 0.0, 1.0)
-    assert unit.pvalue > 0.99 and unit.reason == "Δ +0.0 pts, within max_drop 2.0 pts"
+    # 300 unchanged answers show the drop within 2 points: at most the exact test's bound.
+    bound = drop_bound(0, 0, 300, 0.05, Side.WITHIN)
+    assert unit.pvalue > 0.99 and unit.bounds.at_most == bound < 0.02
+    assert unit.reason == (
+        f"Δ +0.0 pts: the drop is at most {bound * 100:.1f} pts (95% one-sided, adjusted), "
+        "within max_drop 2.0 pts"
+    )
     assert unit.baseline == unit.candidate == 0.5
     assert unit.kl_divergence == 0.0 and unit.top1_agreement == 1.0
     assert result.flips == () and result.n_flips == 0 and result.warnings == ()
@@ -104,7 +110,9 @@ def test_big_drop_is_a_regression_with_exit_1():
     assert unit.delta == pytest.approx(-35 / 300)
     # The default rule is margin: p tests H0 "drop <= max_drop"; the no-drop p comes along.
     assert unit.rule is Rule.MARGIN
-    assert unit.pvalue == margin_pvalue(40, 5, 300, 0.02)
+    assert unit.pvalue == margin_pvalue(40, 5, 300, 0.02, Side.BEYOND)
+    # The bound beside the verdict is the test's own inversion, at the level it was held to.
+    assert unit.bounds.at_least == drop_bound(40, 5, 300, 0.05, Side.BEYOND) > 0.02
     assert unit.change_pvalue == mcnemar_pvalue(40, 5)
     assert unit.adjusted_pvalue == unit.pvalue
     assert unit.change_adjusted_pvalue == unit.change_pvalue
@@ -125,14 +133,30 @@ def test_big_drop_is_a_regression_with_exit_1():
     )
 
 
-def test_a_drop_that_is_not_significant_passes_and_states_what_it_could_detect():
+def test_a_drop_neither_shown_beyond_nor_within_is_inconclusive():
     base, cand = runs({"arc_easy": (300, 28, 19)})
     result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert unit.verdict is Verdict.INCONCLUSIVE and result.exit_code is ExitCode.OK
+    upper = drop_bound(28, 19, 300, 0.05, Side.WITHIN)
+    assert upper > 0.02 and unit.bounds.at_most == upper
+    assert unit.n_to_pass == pass_n(47 / 300, 0.02, 0.05, 0.8) > 300
+    assert unit.reason == (
+        f"Δ -3.0 pts: the drop may be up to {upper * 100:.1f} pts (95% one-sided, adjusted), "
+        f"not shown within max_drop 2.0 pts; about {unit.n_to_pass:,} examples would show "
+        "an unchanged model within it"
+    )
+
+
+def test_a_drop_that_is_not_significant_passes_when_pass_requires_no_evidence_of_harm():
+    base, cand = runs({"arc_easy": (300, 28, 19)})
+    policy = Policy(pass_requires=PassRequires.NO_EVIDENCE_OF_HARM)
+    result = compare(base, cand, policy)
     (unit,) = result.units
     assert unit.verdict is Verdict.PASS and result.exit_code is ExitCode.OK
     assert unit.reason.startswith("drop of 3.0 pts > max_drop 2.0 pts is not significant")
     assert unit.mde == accuracy_mde(300, 47 / 300, 0.02, Rule.MARGIN, 0.05, 0.8)
-    assert unit.mde > 0.05 and unit.n_needed is None
+    assert unit.mde > 0.05 and unit.n_needed is None and unit.n_to_pass is None
 
 
 def test_significantly_worse_but_maybe_within_max_drop_is_inconclusive():
@@ -157,7 +181,10 @@ def test_a_significant_drop_within_max_drop_passes():
     base, cand = runs({"mmlu_x": (10_000, 150, 50)})
     (unit,) = compare(base, cand, Policy()).units
     assert unit.change_pvalue < 1e-10 and unit.delta == pytest.approx(-0.01)
-    assert unit.verdict is Verdict.PASS
+    assert unit.verdict is Verdict.PASS and unit.bounds.at_most < 0.02
+    assert unit.reason.startswith("Δ -1.0 pts: the drop is at most 1.")
+    legacy = Policy(pass_requires=PassRequires.NO_EVIDENCE_OF_HARM)
+    (unit,) = compare(base, cand, legacy).units
     assert unit.reason == "worse than the baseline, but within max_drop 2.0 pts (95% CI)"
 
 
@@ -166,7 +193,11 @@ def test_too_few_examples_is_inconclusive():
     (unit,) = compare(base, cand, Policy()).units
     planned = accuracy_n(0.04, 0.04, 0.02, Rule.MARGIN, 0.05, 0.8)
     assert unit.verdict is Verdict.INCONCLUSIVE and unit.n_needed == max(100, planned)
+    # Enough examples for the policy, too few to show 40 unchanged answers within 2 points.
     (unit,) = compare(base, cand, Policy(min_examples=40)).units
+    assert unit.verdict is Verdict.INCONCLUSIVE and unit.bounds.at_most > 0.02
+    legacy = Policy(min_examples=40, pass_requires=PassRequires.NO_EVIDENCE_OF_HARM)
+    (unit,) = compare(base, cand, legacy).units
     assert unit.verdict is Verdict.PASS
 
 
@@ -349,7 +380,11 @@ def test_perplexity_pass_and_failed_documents_left_out():
     assert unit.verdict is Verdict.PASS
     (unit,) = compare(base, base, Policy()).units
     assert unit.delta == 0 and unit.pvalue == 1.0 and unit.verdict is Verdict.PASS
-    assert unit.reason == "word_perplexity +0.00%, within max_relative_increase 2.00%"
+    # Not one document changed: the sign-flip test alone decides, and shows it within.
+    assert unit.reason == (
+        "word_perplexity +0.00%: the word_perplexity increase is at most +0.00% "
+        "(95% one-sided, adjusted), within max_relative_increase 2.00%"
+    )
 
 
 def test_flips_are_capped_and_the_comparison_is_json():

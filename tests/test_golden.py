@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from regress.core.manifest import Run, TaskInfo
 from regress.core.records import Record, Status
 from regress.core.requests import GenerateRequest, GenerateResult, LoglikelihoodResult
 from regress.gate.check import CheckOptions, check
+from regress.gate.golden_rules import fragile_items
+from regress.gate.margin_test import Side, margin_pvalue
 from regress.gate.policy import Policy, UnitPolicy, parse_policy
 from regress.gate.results import Verdict
 from regress.report.markdown import render_markdown
@@ -187,7 +190,7 @@ def test_one_must_pass_regression_fails_an_otherwise_passing_gate(tmp_path: Path
     assert golden.relative_drop == pytest.approx(1 / 30)  # within 5%: the must-pass rule alone
     report = render_markdown(result)
     assert report.splitlines()[0] == "## regress: ❌ REGRESSION in golden set golden_support"
-    assert "| golden_support | item-05 | a | a | b | ❌ regressed |" in report
+    assert "| golden_support | item-05 | a | a | b | 1.00 | ❌ regressed |" in report
 
 
 def test_a_failed_run_of_a_must_pass_item_is_a_regression(tmp_path: Path) -> None:
@@ -201,16 +204,22 @@ def test_a_failed_run_of_a_must_pass_item_is_a_regression(tmp_path: Path) -> Non
     assert [(i.name, i.candidate_status) for i in golden.regressed] == [("item-00", "timeout")]
 
 
-@pytest.mark.parametrize(("flips", "fails"), [(1, False), (2, True)])
+@pytest.mark.parametrize(("flips", "fails"), [(1, False), (2, False), (12, True)])
 def test_relative_drop_rule(tmp_path: Path, flips: int, fails: bool) -> None:
-    """Flipping non-must-pass items the baseline passed: 1 of 30 is a 3.3% relative drop
-    (within 5%), 2 of 30 is 6.7% (beyond)."""
+    """Flipping non-must-pass items the baseline passed: 2 of 30 is a 6.7% relative drop,
+    beyond 5% but not shown beyond it by 40 items (random flips would fail such a rule
+    often); 12 of 30 (40%) is shown."""
     passes = list(BASE_PASSES)
     for i in [i for i in range(10, N_GOLDEN) if passes[i]][:flips]:
         passes[i] = False
     [golden] = gate(tmp_path, passes).golden
     assert golden.failed is fails and not golden.regressed
-    looser = Policy(max_relative_drop=0.1, units={"golden_support": UnitPolicy(gate=False)})
+    assert golden.relative_drop == pytest.approx(flips / 30)
+    # The paired margin test on the set's items, its p in the gate's family.
+    margin = 0.05 * golden.baseline_rate
+    assert golden.pvalue == margin_pvalue(flips, 0, N_GOLDEN, margin, Side.BEYOND)
+    assert (golden.adjusted_pvalue < 0.05) is fails
+    looser = Policy(max_relative_drop=0.5, units={"golden_support": UnitPolicy(gate=False)})
     assert not gate(tmp_path, passes, looser).golden[0].failed
 
 
@@ -221,3 +230,28 @@ def test_policy_golden_key() -> None:
         parse_policy({"golden": {"max_drop": 0.1}})
     with pytest.raises(BadInput, match="golden.max_relative_drop must be"):
         parse_policy({"golden": {"max_relative_drop": 1.5}})
+
+
+def test_fragile_must_pass_items_are_named_and_failed_ones_show_their_margin(
+    tmp_path: Path,
+) -> None:
+    """A must-pass item the baseline gets right by a hair may flip on another CPU: named when
+    the baseline is made, and its margin shown beside it when it fails."""
+    records = [golden_record(i, p) for i, p in enumerate(BASE_PASSES)]
+    records[0] = dataclasses.replace(records[0], scores={"loglik": [-1.0, -1.1]})
+    baseline = make_run("base", records)
+    assert fragile_items(baseline) == [("golden_support", 0, pytest.approx(0.1))]
+    passes = list(BASE_PASSES)
+    passes[0] = passes[1] = False
+    catalog = load_catalog(golden=[write_items(tmp_path / "support.jsonl", golden_items())])
+    candidate = make_run("cand", [golden_record(i, p) for i, p in enumerate(passes)])
+    policy = Policy(units={"golden_support": UnitPolicy(gate=False)})
+    result = check(baseline, candidate, CheckOptions(policy=policy, tasks=catalog)).comparison
+    [golden] = result.golden
+    assert [(i.name, i.baseline_margin) for i in golden.regressed] == [
+        ("item-00", pytest.approx(0.1)),
+        ("item-01", pytest.approx(1.0)),
+    ]
+    report = render_markdown(result)
+    assert "| golden_support | item-00 | a | a | b | 0.10 ⚠️ | ❌ regressed |" in report
+    assert "| golden_support | item-01 | a | a | b | 1.00 | ❌ regressed |" in report

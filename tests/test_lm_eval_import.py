@@ -195,7 +195,8 @@ def test_check_gates_lm_eval_samples_against_a_regress_baseline(lm_eval_out, imp
     )
     assert code == 0, text
     report, policy = tmp_path / "r.json", tmp_path / "policy.yaml"
-    policy.write_text("min_examples: 10\n")  # 20 examples: enough for zero flips to pass
+    # 20 examples: enough for zero flips to show no harm, never to show a drop within 2 points.
+    policy.write_text("min_examples: 10\npass_requires: no_evidence_of_harm\n")
     code, text = run(
         "check",
         "-b",

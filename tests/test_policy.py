@@ -1,10 +1,12 @@
 """Policy files: defaults, every key, and one clear error per mistake."""
 
 import pytest
+from test_compare import runs
 
 from regress.core.errors import BadInput, ExitCode
+from regress.gate.compare import compare
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy, load_policy, parse_policy
-from regress.gate.rules import Rule
+from regress.gate.rules import PassRequires, Rule
 from regress.gate.stats import Correction
 from regress.gate.stats import Test as McNemar
 
@@ -125,3 +127,19 @@ def test_unreadable_and_invalid_yaml(tmp_path):
         load_policy(tmp_path / "missing.yaml")
     with pytest.raises(BadInput, match=r"not valid YAML \(line 2: "):
         load_policy(write(tmp_path, "alpha: 0.05\nmax_drop: : 1\n"))
+
+
+def test_pass_requires_is_read_and_an_old_file_gets_a_notice(tmp_path):
+    """Old policy files keep working; the report names the key whose default changed."""
+    old = load_policy(write(tmp_path, "max_drop: 0.03\n"))
+    assert old.pass_requires is PassRequires.EVIDENCE and old == Policy(max_drop=0.03)
+    (notice,) = old.notices
+    assert "does not set pass_requires" in notice and str(tmp_path / "policy.yaml") in notice
+    new = load_policy(write(tmp_path, "pass_requires: no_evidence_of_harm\n"))
+    assert new.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM and new.notices == ()
+    assert Policy(pass_requires="evidence").pass_requires is PassRequires.EVIDENCE
+    with pytest.raises(BadInput, match="pass_requires must be one of"):
+        parse_policy({"pass_requires": "maybe"})
+    # The notice reaches the report's warnings.
+    base, cand = runs({"arc_easy": (300, 0, 0)})
+    assert compare(base, cand, old).warnings == old.notices

@@ -12,6 +12,7 @@ from regress.gate.policy import Policy, UnitPolicy
 from regress.gate.results import (
     CacheUse,
     Comparison,
+    DropBounds,
     Fingerprint,
     Flip,
     SubjectResult,
@@ -47,7 +48,13 @@ def unit(name, **fields):
         change_adjusted_pvalue=1.0,
         threshold=0.02,
         verdict=Verdict.PASS,
-        reason="Δ +0.0 pts, within max_drop 2.0 pts",
+        reason=(
+            "Δ +0.0 pts: the drop is at most 1.0 pts (95% one-sided, adjusted), "
+            "within max_drop 2.0 pts"
+        ),
+        pass_pvalue=0.003,
+        pass_adjusted_pvalue=0.003,
+        bounds=DropBounds(at_least=-0.01, at_least_level=0.05, at_most=0.01, at_most_level=0.05),
         mde=0.0547,
         n_needed=None,
         plan_drop=None,
@@ -74,11 +81,15 @@ ARC = unit(
     change_adjusted_pvalue=0.0246,
     verdict=Verdict.INCONCLUSIVE,
     reason=(
-        "worse than the baseline (adj. p 0.0246 < alpha 0.05, H0: no drop), "
-        "but the 95% CI reaches a drop of 8.7 pts > max_drop 2.0 pts"
+        "Δ -5.0 pts: the drop may be up to 8.1 pts (98.75% one-sided, adjusted), not shown "
+        "within max_drop 2.0 pts; about 2,440 examples would show an unchanged model within it"
     ),
+    pass_pvalue=0.97,
+    pass_adjusted_pvalue=1.0,
+    bounds=DropBounds(at_least=0.016, at_least_level=0.025, at_most=0.081, at_most_level=0.0125),
     mde=0.0738,
     n_needed=2305,
+    n_to_pass=2440,
     plan_drop=0.04,
     kl_divergence=0.1812,
     top1_agreement=0.8433,
@@ -102,9 +113,12 @@ MMLU = unit(
     change_adjusted_pvalue=0.00003,
     verdict=Verdict.REGRESSION,
     reason=(
-        "drop of 10.0 pts > max_drop 2.0 pts: adj. p 0.0004 < alpha 0.05 "
-        "(H0: within max_drop 2.0 pts)"
+        "drop of 10.0 pts > max_drop 2.0 pts: at least 5.2 pts (98.75% one-sided, adjusted); "
+        "adj. p 0.0004 < alpha 0.05 (H0: within max_drop 2.0 pts)"
     ),
+    pass_pvalue=1.0,
+    pass_adjusted_pvalue=1.0,
+    bounds=DropBounds(at_least=0.052, at_least_level=0.0125, at_most=0.146, at_most_level=0.0167),
     mde=0.0701,
     kl_divergence=0.25,
     top1_agreement=0.85,
@@ -128,7 +142,11 @@ TQA = unit(
     adjusted_pvalue=1.0,
     change_pvalue=0.0123,
     change_adjusted_pvalue=0.0369,
-    reason="worse than the baseline, but within max_drop 2.0 pts (95% CI)",
+    reason=(
+        "Δ -0.5 pts: the drop is at most 0.9 pts (98.33% one-sided, adjusted), "
+        "within max_drop 2.0 pts"
+    ),
+    bounds=DropBounds(at_least=0.0002, at_least_level=0.0167, at_most=0.0095, at_most_level=0.0167),
     mde=0.0263,
     kl_divergence=0.0912,
     top1_agreement=0.9021,
@@ -151,7 +169,11 @@ WIKI = unit(
     change_adjusted_pvalue=0.0624,
     mde=0.0388,
     threshold=0.02,
-    reason="word_perplexity +0.91%, within max_relative_increase 2.00%",
+    reason=(
+        "word_perplexity +0.91%: the word_perplexity increase is at most +1.95% "
+        "(97.5% one-sided, adjusted), within max_relative_increase 2.00%"
+    ),
+    bounds=DropBounds(at_least=-0.0011, at_least_level=0.05, at_most=0.0195, at_most_level=0.025),
     kl_divergence=None,
     top1_agreement=None,
 )
@@ -182,36 +204,42 @@ COMPARISON = Comparison(
 )
 
 EXPECTED = """\
-## regress: ❌ REGRESSION in 1 of 4 units
+## regress: ❌ REGRESSION in 1 of 4 units: mmlu -10.0 pts, a drop of at least 5.2 pts
 
 Candidate **q4_0** vs baseline **q4_1**, suite `default`: 2 passed, 1 regressed, 1 \
 inconclusive (1,379 paired examples). Exit code 1.
 
-| unit | n | baseline | candidate | Δ pts [95% CI] | b / c | p | adj. p | MDE pts | verdict |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-| arc_easy | 300 | 50.0% | 45.0% | -5.0 [-8.7, -1.3] | 30 / 15 | 0.090 | 0.180 | 7.4 | ⚠️ \
-INCONCLUSIVE |
-| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | 25 / 5 | <0.001 | <0.001 | 7.0 | \
-❌ REGRESSION |
-| truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 [-1.0, -0.1] | 450 / 367 | 1.000 | 1.000 | 2.6 | \
-✅ PASS |
+| unit | n | baseline | candidate | Δ pts [95% CI] | drop bound | b / c | p | adj. p | MDE \
+pts | verdict |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| arc_easy | 300 | 50.0% | 45.0% | -5.0 [-8.7, -1.3] | ≤ 8.1 (98.75%) | 30 / 15 | 0.090 | \
+0.180 | 7.4 | ⚠️ INCONCLUSIVE |
+| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | ≥ 5.2 (98.75%) | 25 / 5 | <0.001 | \
+<0.001 | 7.0 | ❌ REGRESSION |
+| truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 [-1.0, -0.1] | ≤ 0.9 (98.33%) | 450 / 367 | \
+1.000 | 1.000 | 2.6 | ✅ PASS |
 
-| unit | documents | metric | baseline | candidate | change [95% CI] | p | adj. p | MDE | verdict |
-| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-| wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% [-0.21%, +2.04%] | 0.731 | 1.000 \
-| +3.88% | ✅ PASS |
+| unit | documents | metric | baseline | candidate | change [95% CI] | increase bound | p | \
+adj. p | MDE | verdict |
+| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% [-0.21%, +2.04%] | ≤ +1.95% \
+(97.5%) | 0.731 | 1.000 | +3.88% | ✅ PASS |
 
-p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true drop \
-(perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
+Bound: the one-sided bound the verdict rests on, at the confidence the family's correction \
+set (≥: the drop is at least this, shown for a REGRESSION; ≤: at most this, which must lie \
+within the threshold for a PASS). 95% CI: two-sided and unadjusted, a description, not the \
+decision. p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true \
+drop (perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
 spread. What each verdict means: docs/gate.md, "What the verdicts mean".
 
 ### Notes
 
-- ⚠️ **arc_easy**: worse than the baseline (adj. p 0.0246 < alpha 0.05, H0: no drop), but the \
-95% CI reaches a drop of 8.7 pts > max_drop 2.0 pts; n≈2,305 would give 80% power against a \
-drop of 4.0 pts at the observed discordance (15.0% flipped)
-- ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts: adj. p 0.0004 < alpha 0.05 (H0: within \
-max_drop 2.0 pts)
+- ⚠️ **arc_easy**: Δ -5.0 pts: the drop may be up to 8.1 pts (98.75% one-sided, adjusted), \
+not shown within max_drop 2.0 pts; about 2,440 examples would show an unchanged model within \
+it; n≈2,305 would give 80% power against a drop of 4.0 pts at the observed discordance (15.0% \
+flipped)
+- ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts: at least 5.2 pts (98.75% one-sided, \
+adjusted); adj. p 0.0004 < alpha 0.05 (H0: within max_drop 2.0 pts)
 
 ### How the answers moved
 
@@ -245,9 +273,9 @@ max_drop 2.0 pts)
 ### Policy
 
 `alpha: 0.05` · `rule: margin` · `correction: holm` · `test: midp` · `max_drop: 0.02` · \
-`inconclusive: warn` · `max_error_rate: 0.05` · `min_examples: 100` · `power: 0.8` · \
-`perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` · `units.piqa.gate: \
-true`
+`pass_requires: evidence` · `inconclusive: warn` · `max_error_rate: 0.05` · `min_examples: \
+100` · `power: 0.8` · `perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` \
+· `units.piqa.gate: true`
 
 ### Warnings
 
@@ -261,6 +289,9 @@ regress check --baseline q4_1 --model q4_0.gguf
 
 <!-- regress-report -->
 """
+
+
+HEADLINE = "## regress: ❌ REGRESSION in 1 of 4 units: mmlu -10.0 pts, a drop of at least 5.2 pts"
 
 
 def without_models(text):
@@ -292,7 +323,10 @@ def test_pass_headline_and_no_failures():
         warnings=(),
     )
     text = render_markdown(passing)
-    assert text.splitlines()[0] == "## regress: ✅ PASS (1 unit)"
+    assert (
+        text.splitlines()[0]
+        == "## regress: ✅ PASS (1 unit: every drop shown within its threshold)"
+    )
     assert "No failed example and no truncated prompt on either side." in text
     assert "### Flips" not in text and "### Notes" not in text
 
@@ -311,7 +345,7 @@ def test_flips_are_truncated_first_to_fit():
     assert len(text.encode()) <= limit
     assert "### Flips (first 12 of 250)" in text and "_(truncated: 238 more)_" in text
     assert "| mmlu | mmlu_virology |" in text  # subjects untouched while flips can shrink
-    assert text.splitlines()[0] == "## regress: ❌ REGRESSION in 1 of 4 units"
+    assert text.splitlines()[0] == HEADLINE
     assert text.endswith(f"\n{MARKER}\n")
 
 
@@ -331,7 +365,7 @@ def test_subjects_are_cut_after_the_flips_then_the_tail():
     assert stub in text and "_(truncated: 35 more)_" in text
     tiny = render_markdown(comparison, max_bytes=600)
     assert len(tiny.encode()) <= 600
-    assert tiny.splitlines()[0] == "## regress: ❌ REGRESSION in 1 of 4 units"
+    assert tiny.splitlines()[0] == HEADLINE
     assert tiny.endswith(f"_(truncated: the report exceeded 600 bytes)_\n\n{MARKER}\n")
 
 

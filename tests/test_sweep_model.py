@@ -50,7 +50,7 @@ def test_sweep_resumes_after_kill_and_measures_real_quantizations(
     tmp_path: Path, data_dir: Path
 ) -> None:
     out = tmp_path / "sweep"
-    env = {**os.environ, "REGRESS_DATA_DIR": str(data_dir), "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {**os.environ, "REGRESS_DATA_DIR": str(data_dir)}
     args = [sys.executable, "-m", "regress.cli", "sweep", "-m", "smollm2-135m", "--types", TYPES]
     args += ["-t", "arc_easy", *SIZES, "-o", str(out)]
     # Its own process group: the kill takes the bench's worker process too.

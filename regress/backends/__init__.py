@@ -9,6 +9,7 @@ from typing import Any
 
 from regress.backends.base import Backend, Progress
 from regress.core.errors import BadInput
+from regress.core.fingerprint import OPENMP_WAIT_VARIABLES
 from regress.core.hashes import is_sha256
 from regress.core.requests import AnyResult, Request
 
@@ -28,16 +29,33 @@ _EXTRAS = {"llama_cpp": "llama", "hf": "hf", "openai": "openai"}
 
 __all__ = ["BACKENDS", "Backend", "Progress", "dispatch", "load_backend", "parse_model_args"]
 
+GOMP_SPINCOUNT = "300"
+"""How long an idle OpenMP thread of llama.cpp or torch spins before it sleeps (libgomp's rough
+scale: 100,000 spins a millisecond). Chosen by experiments/shared_cpu.py on 2 cores (figures in
+docs/results/speed.md#shared-cpus): spinning forever (OMP_WAIT_POLICY=ACTIVE), or for libgomp's
+default 300,000, keeps a core from a busy neighbour the model then waits for; sleeping at once
+(PASSIVE) slows token-by-token decoding by a third; 300 decodes as fast as ACTIVE and shares
+the CPUs as well as PASSIVE."""
+
+
+def default_openmp_waiting() -> None:
+    """Set regress's OpenMP waiting unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT.
+
+    libgomp reads these once, when it loads, so this runs when this package is imported:
+    every way into llama.cpp or torch (load_backend, sweeps that quantize before any backend
+    loads, the CLI) imports it first."""
+    if not any(name in os.environ for name in OPENMP_WAIT_VARIABLES):
+        os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT
+
+
+default_openmp_waiting()
+
 
 def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None) -> Backend:
     """Build backend `name` for `model` (a path or packaged short name) with `model_args`."""
     if name not in _FACTORIES:
         raise BadInput(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
     module_name, attr = _FACTORIES[name].split(":")
-    # llama.cpp's and torch's OpenMP workers spin while they wait for each other: beside one
-    # busy process on 2 cores that made a run 5-10x slower (experiments/shared_cpu.py), and a
-    # passive wait costs nothing on a quiet machine. libgomp reads this once, when it loads.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     _check_settings(model_args or {})
     try:
         factory = getattr(importlib.import_module(module_name), attr)

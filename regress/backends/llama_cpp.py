@@ -35,6 +35,7 @@ from regress.core.fingerprint import (
     RuntimeFingerprint,
     default_threads,
     llama_kernels,
+    openmp_waiting,
     this_cpu,
 )
 from regress.core.requests import (
@@ -391,6 +392,7 @@ class LlamaCppBackend:
                 "n_batch": self.n_batch,
                 "add_bos_token": self.add_bos,
                 "prefix_reuse": self.prefix_reuse,
+                "openmp_waiting": openmp_waiting(),
             },
             hardware=HardwarePath(
                 kernels=llama_kernels(self._system_info), cpu=this_cpu(), threads=self.threads

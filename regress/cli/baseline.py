@@ -29,6 +29,7 @@ from regress.cli.common import (
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
 from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
     check_fit_to_store,
     proxy_parent_problems,
@@ -129,6 +130,12 @@ def create(
     path = Store(store).save(outcome.run)
     n = sum(t.n for t in outcome.run.manifest.tasks.values())
     click.echo(f"stored baseline {name!r}: {n} examples in {len(specs)} tasks -> {path}")
+    for task, doc_id, margin in fragile_items(outcome.run):
+        click.echo(
+            f"warning: {task} doc {doc_id} is must-pass but right by a margin of {margin:.3f} "
+            f"nats (< {FRAGILE_MARGIN}): it may fail on another CPU with no model change",
+            err=True,
+        )
 
 
 @baseline.command("list")

@@ -10,7 +10,7 @@ from regress.cli.common import handles_errors, policy_option
 from regress.core.store import Store
 from regress.gate.baseline_power import FACTS_DISCORDANCE, UnitPlan, plan_baseline
 from regress.gate.policy import load_policy
-from regress.gate.power import accuracy_n
+from regress.gate.power import accuracy_n, pass_n
 from regress.gate.rules import Rule
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
@@ -103,6 +103,12 @@ def plan(
         f"(rule {rule}, max_drop {max_drop:.1%}, one-sided alpha {alpha / units:.4g}, "
         f"power {power:.0%})"
     )
+    to_pass = pass_n(discordance, max_drop, alpha / units, power)
+    if to_pass is not None:
+        click.echo(
+            f"n = {to_pass} examples per unit to show an unchanged candidate within max_drop "
+            f"{max_drop:.1%} (a PASS under pass_requires: evidence), with the same alpha and power"
+        )
 
 
 def _plan_baseline(
@@ -116,7 +122,7 @@ def _plan_baseline(
         f"power {policy.power:.0%}, assuming {discordance:.1%} of answers flip "
         f"(--discordance; real requantizations of SmolLM2 flipped 1.2-23.6%, FACTS.md)"
     )
-    click.echo("unit | kind | n | rule | max_drop | MDE | target drop | n for target")
+    click.echo("unit | kind | n | rule | max_drop | MDE | target drop | n for target | n to pass")
     for unit in plans:
         click.echo(" | ".join(_row(unit)))
 
@@ -132,4 +138,5 @@ def _row(unit: UnitPlan) -> list[str]:
         "–" if unit.mde is None else f"{unit.mde * 100:.1f} pts",
         "–" if unit.drop is None else f"{unit.drop * 100:.1f} pts",
         "–" if unit.n_needed is None else f"{unit.n_needed:,}",
+        "–" if unit.n_to_pass is None else f"{unit.n_to_pass:,}",
     ]

@@ -22,9 +22,29 @@ from functools import cache
 from typing import Any
 
 SPEED_ONLY_PARAMS = frozenset(
-    {"threads", "n_batch", "batch_size", "prefix_reuse", "concurrency", "timeout", "max_retries"}
+    {
+        "threads",
+        "n_batch",
+        "batch_size",
+        "prefix_reuse",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "openmp_waiting",
+    }
 )
 """Load settings that change how fast a backend runs, never what it answers."""
+
+OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+"""The environment variables that decide how long idle OpenMP threads spin before they sleep."""
+
+
+def openmp_waiting() -> str:
+    """The OpenMP waiting in this process's environment, as `NAME=value` pairs ('' if unset):
+    a speed-only setting (it decides when a waiting thread sleeps, not what it computes)."""
+    return " ".join(
+        f"{name}={os.environ[name]}" for name in OPENMP_WAIT_VARIABLES if name in os.environ
+    )
 
 
 def result_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.gate.compare import PLAN_FACTOR, unit_kind, units_of
 from regress.gate.policy import Policy
-from regress.gate.power import accuracy_mde, accuracy_n
+from regress.gate.power import accuracy_mde, accuracy_n, pass_n
 from regress.gate.results import UnitKind
 from regress.gate.rules import Rule
 
@@ -43,6 +43,9 @@ class UnitPlan:
     n_needed: int | None
     """Examples that flag `drop` with the policy's power; None if not an accuracy unit or the
     drop is within the threshold."""
+    n_to_pass: int | None
+    """Examples that show an unchanged candidate within the threshold with the policy's power
+    (a PASS under pass_requires: evidence); None if not an accuracy unit."""
 
 
 def plan_baseline(
@@ -86,6 +89,7 @@ def plan_baseline(
                 n_needed=accuracy_n(discordance, target, threshold, rule, alpha, policy.power)
                 if accuracy and target > 0
                 else None,
+                n_to_pass=pass_n(discordance, threshold, alpha, policy.power) if accuracy else None,
             )
         )
     return plans

@@ -40,14 +40,24 @@ from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import Manifest, Run, TaskInfo
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record, Status
+from regress.gate.drop_tests import (
+    DropTest,
+    NormalShift,
+    PairedCounts,
+    RelativeIncrease,
+    StudentizedShift,
+)
 from regress.gate.failure_rates import FailureRate, failure_rates, generates
-from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden
+from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
+from regress.gate.margin_test import Side
 from regress.gate.pairing import Pair, pair_runs
+from regress.gate.perplexity import corpus_shift
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy
-from regress.gate.power import accuracy_mde, accuracy_n, shift_mde, shift_n
+from regress.gate.power import accuracy_mde, accuracy_n, pass_n, shift_mde, shift_n
 from regress.gate.results import (
     MAX_FLIPS,
     Comparison,
+    DropBounds,
     Fingerprint,
     Flip,
     ProxyEstimate,
@@ -56,19 +66,18 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.rules import Rule, inconclusive, regression
+from regress.gate.rules import PassRequires, Rule, inconclusive, regression
 from regress.gate.stats import (
     adjust_pvalues,
+    bootstrap_t,
     choice_kl,
-    corpus_ratio_test,
-    margin_pvalue,
+    family_levels,
     mcnemar_pvalue,
     paired_diff_ci,
     paired_mean_test,
     top1_agreement,
 )
 from regress.gate.stratified import stratified_test, weighted_mean
-from regress.run.failures import FAILURES
 
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
@@ -158,7 +167,16 @@ def judge(
         _measure(name, members, pairs, policy, unit_policies[name], k, design)
         for name, members in units.items()
     ]
-    results = _judge_all([unit for unit, _ in measured], policy)
+    failures = _failure_rates(units, pairs, policy, unit_policies)
+    golden = judge_golden(baseline, tasks, pairs, policy.max_relative_drop, golden_items)
+    results, failures, golden = _judge_all(
+        [unit for unit, _, _ in measured],
+        [test for _, _, test in measured],
+        failures,
+        golden,
+        policy,
+    )
+    warnings += policy.notices
     for unit in results:
         rate = _error_rate(unit.baseline_failures, unit.n)
         if rate > policy.max_error_rate:
@@ -166,11 +184,9 @@ def judge(
                 f"{unit.name}: {rate:.1%} of the baseline's examples failed and count as wrong"
             )
     flips = sorted(
-        (flip for _, unit_flips in measured for flip in unit_flips),
+        (flip for _, unit_flips, _ in measured for flip in unit_flips),
         key=lambda f: (not f.regressed, f.task, f.doc_id),
     )
-    failures = _failure_rates(units, pairs, policy, unit_policies)
-    golden = judge_golden(baseline, tasks, pairs, policy.max_relative_drop, golden_items)
     verdict, exit_code = decide(results, failures, golden, policy)
     return Comparison(
         verdict=verdict,
@@ -196,18 +212,16 @@ def _failure_rates(
     policy: Policy,
     unit_policies: dict[str, UnitPolicy],
 ) -> tuple[FailureRate, ...]:
-    """Failure-class rates of the generation units; gated ones share one Bonferroni."""
+    """Failure-class rates of the generation units, raw p-values (the gate corrects them)."""
     generating = {
         name: [pair for task in members for pair in pairs[task.name]]
         for name, members in units.items()
     }
     generating = {name: ps for name, ps in generating.items() if generates(ps)}
-    gated = [name for name in generating if unit_policies[name].gate]
-    n_tests = max(1, len(gated) * len(FAILURES))
     found: list[FailureRate] = []
     for name, unit_pairs in generating.items():
-        threshold = policy.max_failure_increase if name in gated else None
-        found += failure_rates(name, unit_pairs, threshold, policy.alpha, n_tests)
+        threshold = policy.max_failure_increase if unit_policies[name].gate else None
+        found += failure_rates(name, unit_pairs, threshold)
     return tuple(found)
 
 
@@ -312,8 +326,9 @@ def _measure(
     unit_policy: UnitPolicy,
     k: int,
     design: ProxyDesign | None = None,
-) -> tuple[UnitResult, list[Flip]]:
-    """A unit's measurements and flips; `_judge` fills in its verdict afterwards.
+) -> tuple[UnitResult, list[Flip], DropTest | None]:
+    """A unit's measurements, flips and the test of its drop against any margin; `_judge`
+    fills in its verdict and bounds afterwards (None: nothing paired to test).
 
     `k` is the number of gated units, which the MDE and the n that would decide are planned
     for. With a proxy's `design`, the unit's figures estimate the parent suite's.
@@ -321,11 +336,12 @@ def _measure(
     kind = unit_kind(name, tasks, {t.name: [base for base, _ in pairs[t.name]] for t in tasks})
     if kind is UnitKind.PERPLEXITY:
         unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
-        return _measure_perplexity(name, tasks, unit_pairs, policy, unit_policy, k), []
-    unit, flips = _measure_outcomes(name, tasks, pairs, policy, unit_policy, kind, k)
+        unit, test = _measure_perplexity(name, tasks, unit_pairs, policy, unit_policy, k)
+        return unit, [], test
+    unit, flips, test = _measure_outcomes(name, tasks, pairs, policy, unit_policy, kind, k)
     if design is not None:
-        unit = _as_proxy_estimate(unit, tasks, pairs, policy, unit_policy, k, design)
-    return unit, flips
+        unit, test = _as_proxy_estimate(unit, tasks, pairs, policy, unit_policy, k, design)
+    return unit, flips, test
 
 
 def _measure_outcomes(
@@ -336,7 +352,7 @@ def _measure_outcomes(
     unit_policy: UnitPolicy,
     kind: UnitKind,
     k: int,
-) -> tuple[UnitResult, list[Flip]]:
+) -> tuple[UnitResult, list[Flip], DropTest | None]:
     """Accuracy and score units: per-example outcomes paired, by task and for the unit."""
     binary = kind is UnitKind.ACCURACY
     subjects: list[SubjectResult] = []
@@ -360,7 +376,7 @@ def _measure_outcomes(
     ours, theirs = np.asarray(all_before), np.asarray(all_after)
     n, b, c = len(ours), int(np.sum(theirs < ours)), int(np.sum(theirs > ours))
     k = k if unit_policy.gate else 1
-    stats = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k)
+    stats, test = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k)
     unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
     kl, agreement = _choice_shift(unit_pairs)
     candidate_failures = _failures([cand for _, cand in unit_pairs])
@@ -390,7 +406,7 @@ def _measure_outcomes(
         subjects=tuple(subjects) if len(tasks) > 1 or tasks[0].group is not None else (),
         **asdict(stats),
     )
-    return unit, flips
+    return unit, flips, test
 
 
 @dataclass(frozen=True)
@@ -401,8 +417,10 @@ class _Tests:
     ci: tuple[float, float] | None
     pvalue: float
     change_pvalue: float
+    pass_pvalue: float | None
     mde: float | None
     n_needed: int | None
+    n_to_pass: int | None
     plan_drop: float | None
 
 
@@ -414,38 +432,47 @@ def _outcome_stats(
     unit_policy: UnitPolicy,
     policy: Policy,
     k: int,
-) -> _Tests:
-    """Δ, its interval, both p-values, the MDE and the plan of an accuracy or score unit.
+) -> tuple[_Tests, DropTest | None]:
+    """Δ, its interval, the p-values, the MDE and the plans of an accuracy or score unit, and
+    the test of its drop against any margin.
 
-    `k` is the number of gated units the MDE and the plan share alpha with (Bonferroni).
+    `k` is the number of gated units the MDE and the plans share alpha with (Bonferroni).
     """
     n, (b, c) = len(ours), flipped
     threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
     alpha, plan_drop = policy.alpha / k, PLAN_FACTOR * threshold
     if not n:
-        return _Tests(None, None, 1.0, 1.0, None, None, None)
+        return _Tests(None, None, 1.0, 1.0, None, None, None, None, None), None
+    test: DropTest
     if binary:
         discordance = (b + c) / n
         change_p = mcnemar_pvalue(b, c, policy.test)
-        margin_p = margin_pvalue(b, c, n, threshold)
+        test = PairedCounts(b, c, n)
         delta, ci = (c - b) / n, paired_diff_ci(b, c, n, CI_ALPHA)
         mde = accuracy_mde(n, discordance, threshold, rule, alpha, policy.power)
         needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
+        to_pass = pass_n(discordance, threshold, alpha, policy.power)
     else:
-        test = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
-        change_p, margin_p, delta, ci = test.pvalue, test.margin_pvalue, test.delta, test.ci
-        mde = shift_mde(test.se, threshold, rule, alpha, policy.power)
-        sd = test.se * math.sqrt(n)
+        mean = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
+        change_p, delta, ci = mean.pvalue, mean.delta, mean.ci
+        # The drop's studentized resamples are the mean's, mirrored (same seed, same draws).
+        test = StudentizedShift(-mean.delta, mean.se, -bootstrap_t(theirs - ours))
+        mde = shift_mde(mean.se, threshold, rule, alpha, policy.power)
+        sd = mean.se * math.sqrt(n)
         needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
+        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, alpha, policy.power)
+    margin_p = test.pvalue(threshold, Side.BEYOND)
     return _Tests(
         delta=delta,
         ci=ci,
         pvalue=margin_p if rule is Rule.MARGIN else change_p,
         change_pvalue=change_p,
+        pass_pvalue=test.pvalue(threshold, Side.WITHIN),
         mde=mde,
         n_needed=needed,
+        n_to_pass=to_pass,
         plan_drop=plan_drop if needed else None,
-    )
+    ), test
 
 
 def _as_proxy_estimate(
@@ -456,8 +483,9 @@ def _as_proxy_estimate(
     unit_policy: UnitPolicy,
     k: int,
     design: ProxyDesign,
-) -> UnitResult:
-    """Replace a proxy unit's sample figures by stratified estimates of the parent suite."""
+) -> tuple[UnitResult, DropTest]:
+    """Replace a proxy unit's sample figures by stratified estimates of the parent suite, and
+    its test by the normal test of the stratified estimate."""
     if unit.kind is not UnitKind.ACCURACY or unit.metric != ", ".join(
         sorted({t.metric for t in tasks})
     ):
@@ -484,7 +512,8 @@ def _as_proxy_estimate(
     alpha = policy.alpha / (k if unit_policy.gate else 1)
     rule = unit.rule
     kl, agreement = _choice_shift(unit_pairs, weights)
-    return replace(
+    shift = NormalShift(-test.delta, test.se)
+    unit = replace(
         unit,
         discordance=weighted_mean(population, sampled, counts[0] + counts[1]),
         kl_divergence=kl,
@@ -495,8 +524,10 @@ def _as_proxy_estimate(
         ci=test.ci,
         pvalue=test.margin_pvalue if rule is Rule.MARGIN else test.change_pvalue,
         change_pvalue=test.change_pvalue,
+        pass_pvalue=shift.pvalue(unit.threshold, Side.WITHIN),
         mde=shift_mde(test.se, unit.threshold, rule, alpha, policy.power),
         n_needed=None,
+        n_to_pass=None,
         plan_drop=None,
         proxy=ProxyEstimate(
             parent=design.parent,
@@ -507,6 +538,7 @@ def _as_proxy_estimate(
             se_full=test.se_full,
         ),
     )
+    return unit, shift
 
 
 def _subject(task: str, before: Sequence[float], after: Sequence[float]) -> SubjectResult:
@@ -574,7 +606,7 @@ def _measure_perplexity(
     policy: Policy,
     unit_policy: UnitPolicy,
     k: int,
-) -> UnitResult:
+) -> tuple[UnitResult, DropTest | None]:
     """A perplexity unit: the corpus metric of documents scored on both sides, tested."""
     own = policy.units.get(name)
     metrics = {(own.metric if own else None) or task.metric for task in tasks}
@@ -593,14 +625,14 @@ def _measure_perplexity(
             if missing:
                 raise BadInput(f"task {record.task} doc {record.doc_id}: no {missing[0]} metric")
     threshold, rule = unit_policy.max_relative_increase or 0.0, unit_policy.rule or policy.rule
-    test = corpus_ratio_test(
+    log_shift = corpus_shift(
         [base.metrics["loglik"] for base, _ in scored],
         [cand.metrics["loglik"] for _, cand in scored],
         [base.metrics[weight_key] for base, _ in scored],
-        margin=threshold,
-        alpha=CI_ALPHA,
     )
+    test = log_shift.summary(threshold, CI_ALPHA)
     baseline = candidate = delta = mde = None
+    shift = RelativeIncrease(log_shift)
     if test.n:
         baseline, candidate = _in_scale(metric, test.baseline), _in_scale(metric, test.candidate)
         delta = test.relative_change
@@ -622,9 +654,10 @@ def _measure_perplexity(
         b=None,
         c=None,
         discordance=None,
-        pvalue=test.margin_pvalue if rule is Rule.MARGIN else test.pvalue,
+        pvalue=shift.pvalue(threshold, Side.BEYOND) if rule is Rule.MARGIN else test.pvalue,
         adjusted_pvalue=None,
         change_pvalue=test.pvalue,
+        pass_pvalue=shift.pvalue(threshold, Side.WITHIN),
         change_adjusted_pvalue=None,
         threshold=threshold,
         verdict=Verdict.PASS,
@@ -637,7 +670,7 @@ def _measure_perplexity(
         baseline_failures=_failures([base for base, _ in pairs]),
         candidate_failures=candidate_failures,
         error_rate=_error_rate(candidate_failures, len(pairs)),
-    )
+    ), (shift if test.n else None)
 
 
 def _in_scale(metric: str, perplexity: float) -> float:
@@ -645,28 +678,93 @@ def _in_scale(metric: str, perplexity: float) -> float:
     return math.log2(perplexity) if metric == "bits_per_byte" else perplexity
 
 
-def _judge_all(units: Sequence[UnitResult], policy: Policy) -> tuple[UnitResult, ...]:
-    """Correct the gated units' p-values together, then give every unit its verdict.
+def _judge_all(
+    units: Sequence[UnitResult],
+    tests: Sequence[DropTest | None],
+    failures: Sequence[FailureRate],
+    golden: Sequence[GoldenResult],
+    policy: Policy,
+) -> tuple[tuple[UnitResult, ...], tuple[FailureRate, ...], tuple[GoldenResult, ...]]:
+    """Correct every rule's p-values together, then give every unit, failure class and golden
+    set its verdict, and each unit the bounds that agree with it.
 
-    Two families, each corrected over the gated units: the rules' p-values (which decide a
-    REGRESSION) and the no-drop p-values (which decide INCONCLUSIVE).
+    One alpha for the gate (docs/gate.md, "One alpha"): every test that can fail it (the gated
+    units' rule tests, the gated failure-class rates and the golden sets' relative drops) is
+    one family under `policy.correction`. A PASS that needs evidence has its own family, the
+    gated units' within-margin tests: alpha bounds the chance of any false PASS as well.
+    The no-drop tests of `no_evidence_of_harm` form the third, as before.
     """
     gated = [i for i, unit in enumerate(units) if unit.gated]
-    rule_p = adjust_pvalues([units[i].pvalue for i in gated], policy.correction)
+    tested = [i for i, f in enumerate(failures) if f.threshold is not None]
+    family = [units[i].pvalue for i in gated] + [failures[i].pvalue for i in tested]
+    family += [g.pvalue for g in golden]
+    adjusted = adjust_pvalues(family, policy.correction)
+    levels = family_levels(family, policy.alpha, policy.correction)
+    k = len(gated)
+    unit_adj = dict(zip(gated, zip(adjusted[:k], levels[:k], strict=True), strict=True))
+    failures = list(failures)
+    for j, i in enumerate(tested, start=k):
+        f = failures[i]
+        failures[i] = replace(
+            f,
+            adjusted_pvalue=adjusted[j],
+            regressed=f.increase > (f.threshold or 0.0) and adjusted[j] < policy.alpha,
+        )
+    start = k + len(tested)
+    golden = [settle(g, adjusted[start + j], policy.alpha) for j, g in enumerate(golden)]
+    pass_raw = [_or_one(units[i].pass_pvalue) for i in gated]
+    pass_adj = dict(
+        zip(
+            gated,
+            zip(
+                adjust_pvalues(pass_raw, policy.correction),
+                family_levels(pass_raw, policy.alpha, policy.correction),
+                strict=True,
+            ),
+            strict=True,
+        )
+    )
     change_p = adjust_pvalues([units[i].change_pvalue for i in gated], policy.correction)
-    adjusted = dict(zip(gated, zip(rule_p, change_p, strict=True), strict=True))
+    change_adj = dict(zip(gated, change_p, strict=True))
     judged = []
-    for i, unit in enumerate(units):
-        rule_adj, change_adj = adjusted.get(i, (None, None))
-        unit = replace(unit, adjusted_pvalue=rule_adj, change_adjusted_pvalue=change_adj)
+    for i, (unit, test) in enumerate(zip(units, tests, strict=True)):
+        rule_adj, rule_level = unit_adj.get(i, (None, policy.alpha))
+        passed_adj, pass_level = pass_adj.get(i, (None, policy.alpha))
+        unit = replace(
+            unit,
+            adjusted_pvalue=rule_adj,
+            change_adjusted_pvalue=change_adj.get(i),
+            pass_adjusted_pvalue=passed_adj,
+            bounds=_bounds(unit, test, rule_level, pass_level),
+        )
         verdict, reason = _judge(unit, policy)
-        # The plan answers "how many examples would decide": only an undecided unit asks.
+        # The plans answer "how many examples would decide": only an undecided unit asks.
         if verdict is not Verdict.INCONCLUSIVE:
-            unit = replace(unit, n_needed=None, plan_drop=None)
+            unit = replace(unit, n_needed=None, plan_drop=None, n_to_pass=None)
         elif unit.n < policy.min_examples and unit.kind is not UnitKind.PERPLEXITY:
-            unit = replace(unit, n_needed=max(policy.min_examples, unit.n_needed or 0))
+            unit = replace(
+                unit,
+                n_needed=max(policy.min_examples, unit.n_needed or 0),
+                n_to_pass=max(policy.min_examples, unit.n_to_pass or 0),
+            )
+        if policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM:
+            unit = replace(unit, n_to_pass=None)
         judged.append(replace(unit, verdict=verdict, reason=reason))
-    return tuple(judged)
+    return tuple(judged), tuple(failures), tuple(golden)
+
+
+def _bounds(
+    unit: UnitResult, test: DropTest | None, rule_level: float, pass_level: float
+) -> DropBounds | None:
+    """The one-sided bounds at the levels the unit's tests were held to (see DropBounds)."""
+    if test is None or unit.n == 0:
+        return None
+    return DropBounds(
+        at_least=test.bound(rule_level, Side.BEYOND) if unit.rule is Rule.MARGIN else None,
+        at_least_level=rule_level,
+        at_most=test.bound(pass_level, Side.WITHIN),
+        at_most_level=pass_level,
+    )
 
 
 def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
@@ -689,6 +787,11 @@ def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
     regressed = bool(regression(unit.rule, policy.alpha, rule_p, drop, unit.threshold))
     if regressed:
         return Verdict.REGRESSION, _regression_reason(unit, drop, rule_p, policy.alpha)
+    if policy.pass_requires is PassRequires.EVIDENCE:
+        pass_p = _adjusted(_or_one(unit.pass_pvalue), unit.pass_adjusted_pvalue)
+        if pass_p < policy.alpha:
+            return Verdict.PASS, _shown_within(unit)
+        return Verdict.INCONCLUSIVE, _not_shown(unit)
     if inconclusive(regressed, policy.alpha, change_p, upper, unit.threshold):
         return Verdict.INCONCLUSIVE, (
             f"worse than the baseline ({_p_text(unit, change_p)} < alpha {policy.alpha}, "
@@ -696,6 +799,41 @@ def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
             f"> {_limit(unit)}"
         )
     return Verdict.PASS, _pass_reason(unit, drop, change_p, policy.alpha)
+
+
+def _confidence(level: float, gated: bool) -> str:
+    """How sure a one-sided bound is, and whether the family's correction set it."""
+    sure = f"{(1 - level) * 100:.4g}%"
+    return f"{sure} one-sided, adjusted" if gated else f"{sure} one-sided"
+
+
+def _shown_within(unit: UnitResult) -> str:
+    bounds = unit.bounds
+    assert bounds is not None  # a PASS was tested, so it was bounded
+    return (
+        f"{_change(unit)}: the {_noun(unit)} is at most {_amount(unit, bounds.at_most)} "
+        f"({_confidence(bounds.at_most_level, unit.gated)}), within {_limit(unit)}"
+    )
+
+
+def _not_shown(unit: UnitResult) -> str:
+    bounds = unit.bounds
+    reach = _amount(unit, bounds.at_most) if bounds else "unknown"
+    level = f" ({_confidence(bounds.at_most_level, unit.gated)})" if bounds else ""
+    needed = (
+        f"; about {unit.n_to_pass:,} examples would show an unchanged model within it"
+        if unit.n_to_pass
+        else ""
+    )
+    return (
+        f"{_change(unit)}: the {_noun(unit)} may be up to {reach}{level}, "
+        f"not shown within {_limit(unit)}{needed}"
+    )
+
+
+def _or_one(pvalue: float | None) -> float:
+    """A PASS test's p, or 1 (no evidence) for a unit that had none."""
+    return 1.0 if pvalue is None else pvalue
 
 
 def _adjusted(raw: float, adjusted: float | None) -> float:
@@ -706,7 +844,13 @@ def _adjusted(raw: float, adjusted: float | None) -> float:
 def _regression_reason(unit: UnitResult, drop: float, p: float, alpha: float) -> str:
     shown = f"{_noun(unit)} of {_amount(unit, drop)} > {_limit(unit)}"
     if unit.rule is Rule.MARGIN:
-        return f"{shown}: {_p_text(unit, p)} < alpha {alpha} (H0: within {_limit(unit)})"
+        bounds = unit.bounds
+        if bounds is not None and bounds.at_least is not None:
+            shown += (
+                f": at least {_amount(unit, bounds.at_least)} "
+                f"({_confidence(bounds.at_least_level, unit.gated)})"
+            )
+        return f"{shown}; {_p_text(unit, p)} < alpha {alpha} (H0: within {_limit(unit)})"
     return f"{shown} and {_p_text(unit, p)} < alpha {alpha} (H0: no drop)"
 
 

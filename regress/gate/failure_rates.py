@@ -4,8 +4,9 @@ For every unit whose records carry failure classes (regress.run.failures), each 
 paired document by document: a document's rate is the share of its generations in that
 class (an example the backend failed on is all crash). A policy with `max_failure_increase`
 gates on them: a class whose rate rose by more than that, significantly (the bootstrap-t
-margin test the gate uses for scores, Bonferroni over every class of every gated unit), is a
-REGRESSION. Without it the rates are reported, not gated.
+margin test the gate uses for scores), is a REGRESSION. Its p-value joins the gate's one Holm
+family with the units and the golden sets (regress.gate.compare.judge), which decides it.
+Without the key the rates are reported, not gated.
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ class FailureRate:
     increase: float
     """candidate - baseline (document-weighted)."""
     pvalue: float
-    """One-sided p of H0 "the rate rose by max_failure_increase or more" failing (small p:
-    it rose by more); 1 when not gated."""
+    """One-sided p of H0 "the rate rose by at most max_failure_increase" (small p: it rose by
+    more); 1 when not gated."""
     threshold: float | None
     """The policy's max_failure_increase; None: reported, not gated."""
     regressed: bool
+    """Set by the gate once the family is corrected: the adjusted p fell below alpha."""
+    adjusted_pvalue: float | None = None
+    """pvalue after the gate's one family-wise correction; None when not gated."""
 
 
 def _rates(record: Record, failure: str) -> float:
@@ -53,13 +57,10 @@ def generates(pairs: Sequence[Pair]) -> bool:
 
 
 def failure_rates(
-    unit: str,
-    pairs: Sequence[Pair],
-    threshold: float | None,
-    alpha: float,
-    n_tests: int,
+    unit: str, pairs: Sequence[Pair], threshold: float | None
 ) -> tuple[FailureRate, ...]:
-    """Every failure class seen on either side, tested at alpha / n_tests when gated."""
+    """Every failure class seen on either side, with its raw p when gated (none regressed
+    until the gate's correction says so)."""
     found = []
     for failure in FAILURES:
         before = [_rates(base, failure) for base, _ in pairs]
@@ -72,7 +73,6 @@ def failure_rates(
         )
         increase = -test.delta
         p = test.margin_pvalue if threshold is not None else 1.0
-        regressed = threshold is not None and increase > threshold and p < alpha / n_tests
         found.append(
             FailureRate(
                 unit=unit,
@@ -83,7 +83,7 @@ def failure_rates(
                 increase=increase,
                 pvalue=p,
                 threshold=threshold,
-                regressed=bool(regressed),
+                regressed=False,
             )
         )
     return tuple(found)

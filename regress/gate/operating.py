@@ -1,179 +1,270 @@
-"""Operating characteristics of the gate's rules: how often each verdict comes, by true drop.
+"""Operating characteristics of the gate: how often each verdict comes, by true drop.
 
-The table of docs/gate.md (section "What the verdicts mean") is
-`render_table(operating_table())`, and a test fails when the two differ; regenerate it with
-`python -m regress.gate.operating`.
+docs/gate.md shows three tables and a sentence made here; a test fails when they differ from
+what the code computes. Regenerate them with `python -m regress.gate.operating`.
 
 One accuracy unit of n paired examples, with a true drop δ and a share ψ of flipped examples:
-(b, c, rest) ~ Multinomial(n; (ψ + δ) / 2, (ψ - δ) / 2, 1 - ψ). Every (b, c) is enumerated
-and judged by the gate's own tests and decision rules (regress.gate.stats, regress.gate.rules),
-so the probabilities are exact, not simulated. The rate of INCONCLUSIVE across several unchanged
-units needs Holm's correction across them, so it is simulated, with a fixed seed.
+m = b + c ~ Binomial(n, ψ) and b | m ~ Binomial(m, (ψ + δ) / 2ψ). The margin and PASS tests'
+rejection regions come from the exact tests themselves (regress.gate.margin_test), and every
+probability is a sum over (b, m): exact, not simulated.
+
+- `size_grid`: P(REGRESSION) and P(PASS) when the true drop is exactly max_drop, over n and
+  the discordance: the guarantee that neither is shown falsely more often than alpha.
+- `verdict_table`: P(REGRESSION) / P(INCONCLUSIVE) / P(PASS) at true drops of 0-5 points, for
+  each rule and each `pass_requires`.
+- `family_false_alarms`: the whole gate's chance of any REGRESSION when nothing changed (or
+  every rule sits at its threshold), three units, a failure class and a golden set in one
+  Holm family. Seeded simulation of the gate's own tests.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sps
 
-from regress.gate.rules import Rule, inconclusive, regression
+from regress.gate.margin_test import Side, margin_pvalue, rejection_edges
+from regress.gate.rules import PassRequires, Rule, inconclusive, regression
 from regress.gate.stats import (
     SEED,
     Test,
-    holm_rows,
-    margin_pvalue,
+    adjust_pvalues,
     mcnemar_pvalue,
+    paired_mean_test,
     tango_score,
 )
 
 ALPHA = 0.05
 MAX_DROP = 0.02
 DISCORDANCE = 0.15
-SIZES = (300, 1000)
-DROP_FACTORS = (0.0, 0.5, 1.0, 1.5, 2.5)
-"""True drops, as multiples of max_drop."""
+"""About what SmolLM2's Q4_0 and Q2_K requantizations flip (FACTS.md)."""
+SIZE_NS = (100, 200, 300, 500, 1000)
+SIZE_DISCORDANCES = (0.02, 0.03, 0.05, 0.10, 0.15, 0.25, 0.50)
+"""A drop of max_drop needs at least max_drop of the answers to flip: 2% is the lowest."""
+VERDICT_NS = (100, 300, 1000, 3000)
+DROPS = (0.0, 0.01, 0.02, 0.03, 0.05)
 CI_ALPHA = 0.05
-"""The reports' interval is 95%: INCONCLUSIVE asks whether it reaches beyond max_drop."""
+"""The reports' interval is 95%: `no_evidence_of_harm`'s INCONCLUSIVE asks whether it reaches
+beyond max_drop."""
+SPREAD = 9
+"""Standard deviations of m kept around each discordance: what lies beyond weighs < 1e-18."""
 
 
 @dataclass(frozen=True)
-class OperatingPoint:
+class SizePoint:
+    """How often one test rejects when the true drop is exactly max_drop."""
+
+    side: Side
+    """BEYOND: a false REGRESSION. WITHIN: a false PASS."""
+    n: int
+    discordance: float
+    probability: float
+
+
+@dataclass(frozen=True)
+class VerdictPoint:
     """The verdict probabilities of one unit at one true drop."""
 
     rule: Rule
+    pass_requires: PassRequires
     n: int
     drop: float
     regression: float
-    """P(REGRESSION)."""
     inconclusive: float
-    """P(INCONCLUSIVE)."""
+    passed: float
 
 
 @dataclass(frozen=True)
-class NullRate:
-    """How often unchanged units give a verdict other than PASS, in seeded simulated runs."""
+class FamilyRate:
+    """How often a whole gate run falsely fails, in seeded simulated runs."""
 
-    rule: Rule
-    n: int
-    units: int
+    at_threshold: bool
+    """False: nothing changed. True: every rule's true change sits exactly at its threshold."""
     runs: int
-    inconclusive: float
-    """Share of runs with at least one INCONCLUSIVE unit."""
     regression: float
-    """Share of runs with at least one REGRESSION unit."""
+    """Share of runs in which any rule, after the one Holm family, failed the gate."""
+    se: float
 
 
-def verdicts(
-    b: np.ndarray,
-    c: np.ndarray,
-    n: int,
-    rule: Rule,
-    rule_p: np.ndarray | None = None,
-    change_p: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """REGRESSION and INCONCLUSIVE masks of accuracy units with counts (b, c) out of n.
-
-    `rule_p` and `change_p` default to the units' own p-values (one unit, nothing to
-    correct); pass Holm-adjusted ones for several units. The 95% Tango interval reaches a drop
-    beyond max_drop exactly when the score statistic at Δ = -max_drop is below z(0.975).
-    """
-    if change_p is None:
-        change_p = np.asarray(mcnemar_pvalue(b, c, Test.MIDP))
-    if rule_p is None:
-        rule_p = margin_pvalue(b, c, n, MAX_DROP) if rule is Rule.MARGIN else change_p
-    reaches = tango_score(-MAX_DROP, b, c, n) < sps.norm.isf(CI_ALPHA / 2)
-    regressed = regression(rule, ALPHA, rule_p, (b - c) / n, MAX_DROP)
-    # Only whether the interval's upper drop passes max_drop matters: 1 stands for "beyond".
-    upper = np.where(reaches, 1.0, 0.0)
-    return regressed, inconclusive(regressed, ALPHA, change_p, upper, MAX_DROP)
+def _m_range(n: int, low: float, high: float) -> range:
+    """The m = b + c that discordances in [low, high] produce with any weight."""
+    spread = SPREAD * math.sqrt(n * 0.25)
+    return range(max(0, math.floor(n * low - spread)), min(n, math.ceil(n * high + spread)) + 1)
 
 
-def operating_table(
-    sizes: Sequence[int] = SIZES, factors: Sequence[float] = DROP_FACTORS
-) -> list[OperatingPoint]:
-    """P(REGRESSION) and P(INCONCLUSIVE) for each rule, n and true drop, by enumeration."""
+def _weights(n: int, m: range, drop: float, discordance: float) -> np.ndarray:
+    """P(b, m) on the grid b = 0..max(m), rows m: zero where b > m."""
+    ms = np.asarray(m)[:, None]
+    b = np.arange(ms.max() + 1)[None, :]
+    share = (discordance + drop) / (2 * discordance)
+    return sps.binom.pmf(ms, n, discordance) * sps.binom.pmf(b, ms, share)
+
+
+def size_grid(
+    ns: Sequence[int] = SIZE_NS, discordances: Sequence[float] = SIZE_DISCORDANCES
+) -> list[SizePoint]:
+    """P(REGRESSION) and P(PASS) at a true drop of exactly max_drop, by exact enumeration."""
     points = []
-    for n in sizes:
-        b, c = (grid.ravel() for grid in np.mgrid[0 : n + 1, 0 : n + 1])
-        keep = b + c <= n
-        b, c = b[keep], c[keep]
-        counts = np.stack([b, c, n - b - c], axis=-1)
-        for rule in Rule:
-            regressed, undecided = verdicts(b, c, n, rule)
-            for factor in factors:
-                drop = factor * MAX_DROP
-                shares = [(DISCORDANCE + drop) / 2, (DISCORDANCE - drop) / 2, 1 - DISCORDANCE]
-                pmf = sps.multinomial.pmf(counts, n, shares)
-                points.append(
-                    OperatingPoint(
-                        rule=rule,
-                        n=n,
-                        drop=drop,
-                        regression=float(pmf[regressed].sum()),
-                        inconclusive=float(pmf[undecided].sum()),
-                    )
-                )
+    for n in ns:
+        m = _m_range(n, min(discordances), max(discordances))
+        ms = np.asarray(m)
+        for side in Side:
+            edges = rejection_edges(n, MAX_DROP, ALPHA, side, m)
+            for discordance in discordances:
+                share = (discordance + MAX_DROP) / (2 * discordance)
+                weight = sps.binom.pmf(ms, n, discordance)
+                if side is Side.BEYOND:
+                    inside = sps.binom.sf(edges - 1, ms, share)
+                else:
+                    inside = sps.binom.cdf(edges, ms, share)
+                probability = float(np.sum(weight * inside))
+                points.append(SizePoint(side, n, discordance, probability))
     return points
 
 
-def null_rates(
-    n: int = 300, units: int = 3, runs: int = 20_000, seed: int = SEED
-) -> list[NullRate]:
-    """Runs of `units` unchanged units (Holm across them): how often any is not a PASS."""
+def verdicts(
+    b: np.ndarray, c: np.ndarray, n: int, rule: Rule, pass_requires: PassRequires
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """REGRESSION, INCONCLUSIVE and PASS masks of single accuracy units with counts (b, c) of
+    n, as `regress.gate.compare` judges them (one unit: nothing to correct)."""
+    b, c = np.asarray(b), np.asarray(c)
+    m = b + c
+    low, high = int(m.min()), int(m.max())
+    beyond = _edges(n, Side.BEYOND, low, high)[m - low]
+    within = _edges(n, Side.WITHIN, low, high)[m - low]
+    change_p = np.asarray(mcnemar_pvalue(b, c, Test.MIDP))
+    rule_p = np.where(b >= beyond, 0.0, 1.0) if rule is Rule.MARGIN else change_p
+    regressed = regression(rule, ALPHA, rule_p, (b - c) / n, MAX_DROP)
+    if pass_requires is PassRequires.EVIDENCE:
+        undecided = ~regressed & (b > within)
+    else:
+        # The 95% Tango interval reaches beyond max_drop exactly when the score statistic at
+        # Δ = -max_drop is below z(0.975); only "beyond or not" matters here.
+        reaches = tango_score(-MAX_DROP, b, c, n) < sps.norm.isf(CI_ALPHA / 2)
+        upper = np.where(reaches, 1.0, 0.0)
+        undecided = inconclusive(regressed, ALPHA, change_p, upper, MAX_DROP)
+    return regressed, undecided, ~regressed & ~undecided
+
+
+def verdict_table(
+    ns: Sequence[int] = VERDICT_NS, drops: Sequence[float] = DROPS
+) -> list[VerdictPoint]:
+    """Each verdict's probability for each rule, pass_requires, n and true drop, exactly."""
+    points = []
+    for n in ns:
+        m = _m_range(n, DISCORDANCE, DISCORDANCE)
+        ms = np.asarray(m)[:, None]
+        b = np.broadcast_to(np.arange(ms.max() + 1)[None, :], (len(m), ms.max() + 1))
+        possible = b <= ms
+        b, c = b[possible], np.broadcast_to(ms, possible.shape)[possible] - b[possible]
+        weights = {drop: _weights(n, m, drop, DISCORDANCE)[possible] for drop in drops}
+        for rule in Rule:
+            for pass_requires in PassRequires:
+                masks = verdicts(b, c, n, rule, pass_requires)
+                for drop in drops:
+                    regressed, undecided, passed = (float(weights[drop][x].sum()) for x in masks)
+                    points.append(
+                        VerdictPoint(rule, pass_requires, n, drop, regressed, undecided, passed)
+                    )
+    return points
+
+
+@functools.lru_cache(maxsize=64)
+def _edges(n: int, side: Side, low: int, high: int) -> np.ndarray:
+    """The unit tests' rejection edges for m in [low, high], once per table."""
+    return rejection_edges(n, MAX_DROP, ALPHA, side, range(low, high + 1))
+
+
+@functools.lru_cache(maxsize=100_000)
+def _exact(b: int, c: int, n: int, margin: float) -> float:
+    return margin_pvalue(b, c, n, margin, Side.BEYOND)
+
+
+def family_false_alarms(
+    at_threshold: bool = False, runs: int = 2000, seed: int = SEED
+) -> FamilyRate:
+    """P(any REGRESSION) of whole simulated gate runs: 3 accuracy units of n = 300 (15% of
+    answers flipping), one failure class's rate on 100 generated documents (policy
+    max_failure_increase 0.05) and a golden set of 50 items at 60% passing (5% flipping), all
+    in one Holm family, each tested as the gate tests it. `at_threshold` puts every true
+    change exactly at its threshold: the worst case the family must hold."""
     rng = np.random.default_rng(seed)
-    shares = [DISCORDANCE / 2, DISCORDANCE / 2, 1 - DISCORDANCE]
-    counts = rng.multinomial(n, shares, size=(runs, units))
-    b, c = counts[..., 0], counts[..., 1]
-    change_raw = np.asarray(mcnemar_pvalue(b, c, Test.MIDP))
-    change_p = holm_rows(change_raw)
-    rates = []
-    for rule in Rule:
-        rule_raw = margin_pvalue(b, c, n, MAX_DROP) if rule is Rule.MARGIN else change_raw
-        rule_p = holm_rows(rule_raw) if rule is Rule.MARGIN else change_p
-        regressed, undecided = verdicts(b, c, n, rule, rule_p, change_p)
-        rates.append(
-            NullRate(
-                rule=rule,
-                n=n,
-                units=units,
-                runs=runs,
-                inconclusive=float(undecided.any(axis=1).mean()),
-                regression=float(regressed.any(axis=1).mean()),
+    drop, increase, golden_share = (MAX_DROP, 0.05, 0.05 * 0.6) if at_threshold else (0, 0, 0)
+    failed = 0
+    for _ in range(runs):
+        pvalues = []
+        for _unit in range(3):
+            b, c, _rest = rng.multinomial(
+                300, [(DISCORDANCE + drop) / 2, (DISCORDANCE - drop) / 2, 1 - DISCORDANCE]
             )
-        )
-    return rates
+            pvalues.append(_exact(int(b), int(c), 300, MAX_DROP))
+        # A failure class: each document's share of 4 generations in it, before and after.
+        before = rng.binomial(4, 0.2, size=100) / 4
+        after = rng.binomial(4, 0.2 + increase, size=100) / 4
+        rates = paired_mean_test(1 - before, 1 - after, margin=0.05)
+        pvalues.append(rates.margin_pvalue)
+        # The golden set's relative drop, tested as an absolute drop of 5% of its rate.
+        right = rng.random(50) < 0.6
+        lose = rng.random(50) < (0.05 + golden_share) / 2 / 0.6
+        gain = rng.random(50) < (0.05 - golden_share) / 2 / 0.4
+        b, c = int(np.sum(right & lose)), int(np.sum(~right & gain))
+        pvalues.append(_exact(b, c, 50, 0.05 * float(right.mean())))
+        failed += min(adjust_pvalues(pvalues)) < ALPHA
+    rate = failed / runs
+    return FamilyRate(at_threshold, runs, rate, math.sqrt(rate * (1 - rate) / runs))
 
 
-def render_table(points: Sequence[OperatingPoint]) -> str:
-    """The Markdown table docs/gate.md shows: one row per rule and n,
-    P(REGRESSION) / P(INCONCLUSIVE)."""
-    drops = sorted({p.drop for p in points})
-    header = ["rule", "n", *(f"drop {d * 100:.0f} pts" if d else "no drop" for d in drops)]
-    header = [h.replace(".0 pts", " pts") for h in header]
-    lines = [_row(header), _row(["---", "---:", *["---:"] * len(drops)])]
-    for rule in Rule:
-        for n in sorted({p.n for p in points}):
-            cells = {p.drop: p for p in points if p.rule is rule and p.n == n}
-            row = [f"`{rule}`", f"{n:,}"]
-            row += [f"{cells[d].regression:.3f} / {cells[d].inconclusive:.3f}" for d in drops]
-            lines.append(_row(row))
+def render_size_grid(points: Sequence[SizePoint]) -> str:
+    """docs/gate.md's guarantee table: P(REGRESSION) / P(PASS) at a true drop of max_drop."""
+    discordances = sorted({p.discordance for p in points})
+    header = ["n", *(f"{d:.0%} flip" for d in discordances)]
+    lines = [_row(header), _row(["---:", *["---:"] * len(discordances)])]
+    for n in sorted({p.n for p in points}):
+        cells = {(p.side, p.discordance): p.probability for p in points if p.n == n}
+        row = [f"{n:,}"]
+        row += [f"{cells[Side.BEYOND, d]:.3f} / {cells[Side.WITHIN, d]:.3f}" for d in discordances]
+        lines.append(_row(row))
     return "\n".join(lines)
 
 
-def render_null_rates(rates: Sequence[NullRate]) -> str:
-    """docs/gate.md's sentence on INCONCLUSIVE (and REGRESSION) among unchanged units."""
-    first = rates[0]
+def render_verdict_table(points: Sequence[VerdictPoint]) -> str:
+    """docs/gate.md's table: one row per rule, pass_requires and n; P(REGRESSION) /
+    P(INCONCLUSIVE) / P(PASS) per true drop."""
+    drops = sorted({p.drop for p in points})
+    header = ["rule", "pass_requires", "n", *(f"drop {d * 100:g} pts" for d in drops)]
+    lines = [_row(header), _row(["---", "---", "---:", *["---:"] * len(drops)])]
+    for rule in Rule:
+        for pass_requires in PassRequires:
+            for n in sorted({p.n for p in points}):
+                cells = {
+                    p.drop: p
+                    for p in points
+                    if p.rule is rule and p.pass_requires is pass_requires and p.n == n
+                }
+                row = [f"`{rule}`", f"`{pass_requires}`", f"{n:,}"]
+                row += [
+                    f"{cells[d].regression:.3f} / {cells[d].inconclusive:.3f} / "
+                    f"{cells[d].passed:.3f}"
+                    for d in drops
+                ]
+                lines.append(_row(row))
+    return "\n".join(lines)
+
+
+def render_family(rates: Sequence[FamilyRate]) -> str:
+    """docs/gate.md's sentence on the whole gate's false alarms."""
     parts = "; ".join(
-        f"`{r.rule}`: at least one INCONCLUSIVE in {r.inconclusive:.1%} of runs, "
-        f"at least one REGRESSION in {r.regression:.1%}"
+        f"{'every change at its threshold' if r.at_threshold else 'nothing changed'}: "
+        f"{r.regression:.1%} ± {r.se:.1%}"
         for r in rates
     )
     return (
-        f"{first.units} unchanged units of n = {first.n} ({DISCORDANCE:.0%} of answers flipping "
-        f"at random, Holm across them, {first.runs:,} seeded runs): {parts}."
+        f"Whole gate runs ({rates[0].runs:,} seeded each; 3 units of n = 300, a failure class, "
+        f"a golden set of 50, one Holm family), any REGRESSION: {parts}."
     )
 
 
@@ -182,10 +273,12 @@ def _row(cells: Sequence[str]) -> str:
 
 
 def main() -> None:
-    """Print docs/gate.md's operating-characteristic table and the unchanged-units sentence."""
-    print(render_table(operating_table()))
+    """Print docs/gate.md's tables and the whole-gate sentence."""
+    print(render_size_grid(size_grid()))
     print()
-    print(render_null_rates(null_rates()))
+    print(render_verdict_table(verdict_table()))
+    print()
+    print(render_family([family_false_alarms(False), family_false_alarms(True)]))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ correction: holm        # holm | bonferroni
 test: midp              # midp | exact | asymptotic (one-sided McNemar)
 max_drop: 0.02          # largest tolerated accuracy drop (absolute, 0.02 = 2 points)
 metric: acc_norm        # pair on this 0/1 metric instead of each task's primary metric
+pass_requires: evidence  # evidence (drop shown within max_drop) | no_evidence_of_harm
 inconclusive: warn      # warn | fail: exit code of an INCONCLUSIVE verdict (0 or 1)
 max_error_rate: 0.05    # failed candidate examples per unit above this: ERROR (exit 3)
 max_failure_increase: 0.05  # generations: a failure class's rate may rise by 5 points at most
@@ -40,7 +41,7 @@ import yaml
 
 from regress.core import safe_yaml
 from regress.core.errors import BadInput
-from regress.gate.rules import Rule
+from regress.gate.rules import PassRequires, Rule
 from regress.gate.stats import Correction, Test
 
 
@@ -54,6 +55,11 @@ class Inconclusive(StrEnum):
 
 
 E = TypeVar("E", bound=StrEnum)
+
+PASS_REQUIRES_NOTICE = (
+    "{where} does not set pass_requires: a PASS now needs the drop shown within max_drop "
+    "(pass_requires: evidence); pass_requires: no_evidence_of_harm keeps the old PASS"
+)
 
 
 def _choice(kind: type[E], value: str, name: str) -> E:
@@ -94,6 +100,9 @@ class Policy:
     """Absolute accuracy drop (candidate minus baseline) beyond which a unit can regress."""
     metric: str | None = None
     """A 0/1 metric to pair on instead of each task's primary metric (perplexity excluded)."""
+    pass_requires: PassRequires = PassRequires.EVIDENCE
+    """What a PASS must show: the drop within the threshold (evidence) or merely no drop
+    shown beyond it (no_evidence_of_harm, the behaviour before the key existed)."""
     inconclusive: Inconclusive = Inconclusive.WARN
     max_error_rate: float = 0.05
     max_failure_increase: float | None = None
@@ -116,6 +125,8 @@ class Policy:
     max_slowdown: float = 0.10
     """Latency gate: largest tolerated relative increase of end-to-end latency (0.10 = 10%
     slower); only a significant slowdown beyond it fails."""
+    notices: tuple[str, ...] = field(default=(), compare=False)
+    """Lines the report repeats about how the policy was read (a key whose default changed)."""
 
     def __post_init__(self) -> None:
         # The gate compares these by identity (`rule is Rule.MARGIN`): a plain string from a
@@ -125,6 +136,7 @@ class Policy:
             ("correction", Correction),
             ("test", Test),
             ("inconclusive", Inconclusive),
+            ("pass_requires", PassRequires),
         ):
             object.__setattr__(self, name, _choice(kind, getattr(self, name), name))
 
@@ -152,6 +164,7 @@ class Policy:
             "test": str(self.test),
             "max_drop": self.max_drop,
             "metric": self.metric,
+            "pass_requires": str(self.pass_requires),
             "inconclusive": str(self.inconclusive),
             "max_error_rate": self.max_error_rate,
             **(
@@ -206,7 +219,8 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     reader = _Reader(where)
     top = reader.mapping(data, "")
     nested = {"max_relative_increase", "max_relative_drop", "max_slowdown"}
-    known = {f.name for f in fields(Policy)} - nested | {"perplexity", "golden", "speed"}
+    known = {f.name for f in fields(Policy)} - nested - {"notices"}
+    known |= {"perplexity", "golden", "speed"}
     reader.no_unknown(top, known, "")
     values: dict[str, Any] = {}
     for key in ("alpha", "power"):
@@ -223,6 +237,10 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
         values["rule"] = reader.choice(top["rule"], "rule", Rule)
     if "inconclusive" in top:
         values["inconclusive"] = reader.choice(top["inconclusive"], "inconclusive", Inconclusive)
+    if "pass_requires" in top:
+        values["pass_requires"] = reader.choice(top["pass_requires"], "pass_requires", PassRequires)
+    else:
+        values["notices"] = (PASS_REQUIRES_NOTICE.format(where=where),)
     if top.get("metric") is not None:
         values["metric"] = reader.name(top["metric"], "metric")
     if "min_examples" in top:

@@ -72,6 +72,21 @@ def accuracy_n(
     return math.ceil(max(connor, beyond))
 
 
+def pass_n(discordance: float, max_drop: float, alpha: float, power: float) -> int | None:
+    """Examples an accuracy unit needs to show its drop within `max_drop` with `power`, when
+    the candidate changes nothing but flips `discordance` of the answers both ways.
+
+    The margin test's mirror image (a PASS test rejects H0 "drop >= max_drop"): the same
+    spreads, the distance max_drop to cover from the other side. None when max_drop is 0
+    (no n shows a drop below nothing).
+    """
+    if max_drop <= 0:
+        return None
+    _, spread, null_spread = _spreads(discordance, 0.0, max_drop)
+    z, z_power = float(sps.norm.isf(alpha)), float(sps.norm.ppf(power))
+    return math.ceil(((z * null_spread + z_power * spread) / max_drop) ** 2)
+
+
 def accuracy_mde(
     n: int, discordance: float, max_drop: float, rule: Rule, alpha: float, power: float
 ) -> float | None:

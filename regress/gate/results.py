@@ -75,6 +75,24 @@ class ProxyEstimate:
 
 
 @dataclass(frozen=True)
+class DropBounds:
+    """One-sided confidence bounds of a unit's drop, each at the level its family's correction
+    tested it at: the inversions of the tests that decided the verdict, so they agree with it.
+
+    In the unit's drop scale: accuracy points lost or score lost (fractions), or the relative
+    increase of a perplexity.
+    """
+
+    at_least: float | None
+    """The drop is at least this, with confidence 1 - at_least_level (the margin rule's
+    REGRESSION test inverted); None under the change rule, whose test is not a margin's."""
+    at_least_level: float
+    at_most: float
+    """The drop is at most this, with confidence 1 - at_most_level (the PASS test inverted)."""
+    at_most_level: float
+
+
+@dataclass(frozen=True)
 class UnitResult:
     """Everything the gate measured and decided about one unit."""
 
@@ -134,6 +152,16 @@ class UnitResult:
     error_rate: float
     """Share of the candidate's examples that failed (error, timeout, refused)."""
     subjects: tuple[SubjectResult, ...] = ()
+    pass_pvalue: float | None = None
+    """One-sided p of H0 "drop >= threshold": the evidence that the drop is within it."""
+    pass_adjusted_pvalue: float | None = None
+    """pass_pvalue after the correction over the gated units' PASS tests; None when not
+    gated."""
+    bounds: DropBounds | None = None
+    """The one-sided bounds that agree with the verdict; None without a pair."""
+    n_to_pass: int | None = None
+    """INCONCLUSIVE units: examples that would show the drop within the threshold, with the
+    policy's power, if the candidate changed nothing."""
     proxy: ProxyEstimate | None = None
     """Set when the baseline is a proxy: then n, b and c count the sampled examples, while
     baseline, candidate, delta, ci, the p-values, discordance, KL divergence and top-1

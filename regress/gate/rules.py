@@ -32,6 +32,18 @@ class Rule(StrEnum):
     max_drop fails up to half the time."""
 
 
+class PassRequires(StrEnum):
+    """What a PASS must show (docs/gate.md, "What the verdicts mean")."""
+
+    EVIDENCE = "evidence"
+    """PASS only when the drop is shown within the threshold: its one-sided upper bound, at the
+    family's adjusted level, lies below it (two one-sided tests, Schuirmann 1987). Anything
+    neither shown beyond nor within is INCONCLUSIVE."""
+    NO_EVIDENCE_OF_HARM = "no_evidence_of_harm"
+    """PASS unless the candidate is shown worse (regress before 0.4): an underpowered run
+    passes by default."""
+
+
 def regression(
     rule: Rule, alpha: float, rule_p: ArrayLike, drop: ArrayLike, threshold: float
 ) -> np.ndarray:

@@ -68,16 +68,6 @@ def mcnemar_pvalue(b: ArrayLike, c: ArrayLike, test: Test = Test.MIDP) -> float 
     return _scalar_or_array(np.where(m == 0, 1.0, np.minimum(1.0, p)))
 
 
-def margin_pvalue(b: ArrayLike, c: ArrayLike, n: ArrayLike, margin: float) -> float | np.ndarray:
-    """One-sided p for "the drop exceeds `margin`": Tango's score test of H0: Δ >= -margin.
-
-    Small when c - b lies far below -margin * n. At margin 0 it is the asymptotic McNemar
-    test. This is what the `margin` rule tests, so alpha bounds the chance of a REGRESSION
-    for every drop up to the margin (Tango 1998, who proposed it for non-inferiority).
-    """
-    return _scalar_or_array(sps.norm.cdf(tango_score(-margin, b, c, n)))
-
-
 def paired_diff_ci(b: int, c: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """Two-sided 1 - alpha confidence interval for Δ = (c - b) / n: Tango's score interval.
 
@@ -146,6 +136,31 @@ def adjust_pvalues(pvalues: Sequence[float], method: Correction = Correction.HOL
     if Correction(method) is Correction.HOLM:
         return [float(p) for p in holm_rows(row)[0]]
     return [float(p) for p in np.minimum(1.0, row[0] * float(len(pvalues)))]
+
+
+def family_levels(
+    pvalues: Sequence[float], alpha: float, method: Correction = Correction.HOLM
+) -> list[float]:
+    """The level each hypothesis of a family is tested at, in the input order.
+
+    A hypothesis is rejected (its adjusted p below alpha) exactly when its raw p is below its
+    level, so a bound computed at that level agrees with the decision. Bonferroni: alpha / k.
+    Holm steps down alpha / k, alpha / (k - 1), ... and stops at the first hypothesis it keeps:
+    that one and every later one are held to the level it failed, which their p-values, no
+    smaller than its own, fail too.
+    """
+    k = len(pvalues)
+    if Correction(method) is Correction.BONFERRONI:
+        return [alpha / k] * k
+    order = np.argsort(np.asarray(pvalues, dtype=float), kind="stable")
+    levels = [0.0] * k
+    stop: int | None = None
+    for rank, i in enumerate(order):
+        step = rank if stop is None else stop
+        levels[i] = alpha / (k - step)
+        if stop is None and pvalues[i] >= levels[i]:
+            stop = rank
+    return levels
 
 
 def holm_rows(pvalues: np.ndarray) -> np.ndarray:
@@ -263,6 +278,11 @@ def paired_mean_test(
     )
 
 
+def bootstrap_t(values: ArrayLike, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """Studentized means of `values`' resamples: the draws `paired_mean_test` uses."""
+    return _bootstrap_t(np.asarray(values, dtype=float), resamples, np.random.default_rng(seed))
+
+
 def _bootstrap_t(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Studentized means of resamples, (mean* - mean) / se*, dropping those without spread."""
     n = values.size
@@ -275,98 +295,3 @@ def _bootstrap_t(values: np.ndarray, resamples: int, rng: np.random.Generator) -
         spread = se > 0
         found.append((sample.mean(axis=1)[spread] - mean) / se[spread])
     return np.concatenate(found)
-
-
-@dataclass(frozen=True)
-class CorpusTest:
-    """A paired comparison of a corpus perplexity, exp(-Σ loglik / Σ weight) (lower is better)."""
-
-    n: int
-    """Documents paired."""
-    baseline: float
-    """The baseline's corpus perplexity."""
-    candidate: float
-    """The candidate's corpus perplexity."""
-    pvalue: float
-    """One-sided sign-flip p for "the candidate's corpus perplexity is higher"."""
-    margin_pvalue: float
-    """One-sided sign-flip p for "higher by more than the margin" (a relative increase)."""
-    ci: tuple[float, float]
-    """Two-sided 95% interval for the relative change, by inverting the sign-flip test."""
-    se: float
-    """Standard error of the log corpus-perplexity ratio (linearised ratio estimator)."""
-
-    @property
-    def relative_change(self) -> float:
-        """Candidate / baseline - 1: positive when the candidate is worse."""
-        return self.candidate / self.baseline - 1
-
-
-def corpus_ratio_test(
-    base_logliks: ArrayLike,
-    cand_logliks: ArrayLike,
-    weights: ArrayLike,
-    margin: float = 0.0,
-    alpha: float = 0.05,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> CorpusTest:
-    """Test the corpus perplexity itself: a sign-flip test of the length-weighted log-ratio.
-
-    `weights` is each document's size in the perplexity's unit (words for word perplexity,
-    bytes for byte perplexity). The quantity the threshold judges is the corpus log-ratio
-    R = Σ d_i / Σ w_i, with d_i the candidate's extra loss (nats) on document i. Against
-    H0: R <= R0 (R0 = 0, or log(1 + margin)) the test flips the signs of e_i = d_i - R0 w_i
-    (Fisher's one-sample randomisation test); it is exact when baseline and candidate are
-    exchangeable per document, and long documents weigh as much as they do in the corpus
-    quantity. `margin` is a relative increase (0.02 = 2%).
-    """
-    base, cand, w = (np.asarray(x, dtype=float) for x in (base_logliks, cand_logliks, weights))
-    if not base.shape == cand.shape == w.shape:
-        raise ValueError("baseline, candidate and weights must have one value per document")
-    if np.any(w <= 0):
-        raise ValueError("every document needs a positive weight (words or bytes)")
-    if base.size == 0:
-        nan = math.nan
-        return CorpusTest(0, nan, nan, pvalue=1.0, margin_pvalue=1.0, ci=(nan, nan), se=nan)
-    total = float(w.sum())
-    extra = base - cand
-    ratio = float(extra.sum()) / total
-    flipped, always = _flipped_ratios(extra, w, resamples, np.random.default_rng(seed))
-
-    def pvalue(null: float) -> float:
-        return float((1 + always + np.sum(flipped <= null)) / (1 + resamples))
-
-    # Inverting the test: a bound is the order statistic at which the p-value crosses alpha/2.
-    k = math.ceil(alpha / 2 * (1 + resamples)) - 1 - always
-    ordered = np.sort(flipped)
-    low, high = (ordered[k - 1], ordered[-k]) if 0 < k <= ordered.size else (-math.inf, math.inf)
-    return CorpusTest(
-        n=int(base.size),
-        baseline=math.exp(-base.sum() / total),
-        candidate=math.exp(-cand.sum() / total),
-        pvalue=pvalue(0.0),
-        margin_pvalue=pvalue(math.log1p(margin)),
-        ci=(math.expm1(low), math.expm1(high)),
-        se=math.sqrt(float(np.sum((extra - ratio * w) ** 2))) / total,
-    )
-
-
-def _flipped_ratios(
-    extra: np.ndarray, weights: np.ndarray, resamples: int, rng: np.random.Generator
-) -> tuple[np.ndarray, int]:
-    """Per sign-flip resample, the ratio Σ extra / Σ weight over the flipped documents.
-
-    Flipping the documents F moves the statistic Σ (d_i - R0 w_i) below its observed value
-    exactly when R0 >= ratio over F, so one sorted array answers every null R0. A resample
-    that flips nothing ties with the data at every R0 (`always`).
-    """
-    chunk = max(1, 2_000_000 // extra.size)
-    ratios, always = [], 0
-    for start in range(0, resamples, chunk):
-        flips = rng.random((min(chunk, resamples - start), extra.size)) < 0.5
-        numerator, denominator = flips @ extra, flips @ weights
-        empty = ~flips.any(axis=1)
-        always += int(empty.sum())
-        ratios.append(numerator[~empty] / denominator[~empty])
-    return np.concatenate(ratios), always

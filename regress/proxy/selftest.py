@@ -8,6 +8,13 @@ is -δ: a regression (baseline right) with total probability (ψ + δ) / 2, an i
 (baseline wrong) with (ψ - δ) / 2. On a proxy the targets hold for the parent suite (each
 sampled example weighs N_h / n_h).
 
+Real flips need not follow the calibration: a candidate that breaks something may change sure
+answers too. So each unit is simulated under more than one flip profile (`Profile`): the
+calibrated one above and a flat one (every example equally likely to flip), by default; a
+reversed one (flips concentrated at the surest answers) is a stress test on request. The
+headline MDE of a unit is the worst over the profiles simulated, so it does not rest on the
+calibration being right about where the flips fall.
+
 Each simulated run is judged by the gate's own statistics and rules (the McNemar and Tango
 tests of a plain unit, regress.gate.stratified on a proxy, the family-wise correction over the
 gated units, regress.gate.rules), vectorised over runs; a test checks that `compare` gives the same
@@ -18,8 +25,10 @@ nothing elsewhere: what does the whole gate say?".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 from scipy import stats as sps
@@ -29,14 +38,14 @@ from regress.core.manifest import Run
 from regress.core.proxy_design import Calibration
 from regress.gate.compare import CI_ALPHA, units_of
 from regress.gate.integrity import check_proxy
+from regress.gate.margin_test import Side, margin_pvalue
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
-from regress.gate.rules import Rule, inconclusive, regression
+from regress.gate.rules import PassRequires, Rule, inconclusive, regression
 from regress.gate.stats import (
     SEED,
     Correction,
     holm_rows,
-    margin_pvalue,
     mcnemar_pvalue,
     tango_score,
 )
@@ -45,6 +54,21 @@ from regress.proxy import flip_rates
 
 DROPS = (0.0, 0.001, 0.01, 0.02, 0.03, 0.05)
 """Injected true drops (0.001 is the seed's "0.1-point variation")."""
+
+
+class Profile(StrEnum):
+    """Where the simulated flips fall along the baseline's margin (top-1 minus top-2)."""
+
+    CALIBRATED = "calibrated"
+    """As the calibration measured: mostly where the baseline was unsure."""
+    FLAT = "flat"
+    """Every example equally likely to flip, whatever its margin."""
+    REVERSED = "reversed"
+    """The calibration mirrored: mostly where the baseline was sure (a stress test)."""
+
+
+PROFILES = (Profile.CALIBRATED, Profile.FLAT)
+"""Simulated by default: the headline is the worse of the two."""
 
 
 @dataclass(frozen=True)
@@ -58,15 +82,18 @@ class SelftestOptions:
     """Share of answers that change, ψ; default the calibration's mean flip rate."""
     calibration: Calibration = flip_rates.DEFAULT
     policy: Policy = field(default_factory=Policy)
+    profiles: tuple[Profile, ...] = PROFILES
+    """Flip profiles to simulate; the calibrated one is required (it fills the unit's `points`
+    and `mde`), and the headline is the worst of them."""
 
 
 @dataclass(frozen=True)
 class Groups:
     """A unit's examples grouped by what the simulation needs: right/wrong and propensity.
 
-    Arrays over groups: examples the baseline got right and wrong, their flip propensity
-    (the calibration's rate), and their weight (1, or N_h / n_h on a proxy). On a proxy a
-    group is a stratum; `stratum` maps groups to strata (plain units: all -1).
+    Arrays over groups: examples the baseline got right and wrong, their relative flip
+    propensity (by the simulated profile), and their weight (1, or N_h / n_h on a proxy). On a
+    proxy a group is a stratum; `stratum` maps groups to strata (plain units: all -1).
     """
 
     right: np.ndarray
@@ -90,6 +117,19 @@ class SelftestPoint:
 
 
 @dataclass(frozen=True)
+class ProfileSelftest:
+    """A unit's simulated operating characteristic and MDE under one flip profile."""
+
+    profile: Profile
+    points: tuple[SelftestPoint, ...]
+    mde: float | None
+    """Smallest drop the gate flags as REGRESSION in at least `power` of the runs; None for
+    none up to `largest_drop`, or for a unit that is not gated."""
+    largest_drop: float
+    """The largest drop these examples can show under this profile (the MDE's search range)."""
+
+
+@dataclass(frozen=True)
 class UnitSelftest:
     """One unit's simulated operating characteristic and minimum detectable effect."""
 
@@ -102,12 +142,20 @@ class UnitSelftest:
     threshold: float
     discordance: float
     points: tuple[SelftestPoint, ...]
+    """Under the calibrated profile."""
     mde: float | None
-    """Smallest drop the gate flags as REGRESSION in at least `power` of the runs."""
+    """Smallest drop the gate flags as REGRESSION in at least `power` of the runs, under the
+    calibrated profile; `headline` is the figure that does not trust the calibration."""
     largest_drop: float = 0.0
-    """The largest drop these examples can show at this discordance (the MDE's search range)."""
+    """The largest drop these examples can show at this discordance under the calibrated
+    profile (the MDE's search range)."""
     simulated: bool = True
     """False for units that are not right/wrong (scores, perplexity): not simulated."""
+    profiles: tuple[ProfileSelftest, ...] = ()
+    """Every simulated profile, the calibrated one first."""
+    headline: ProfileSelftest | None = None
+    """The profile with the worst MDE (none detectable is worst; ties go to the earlier
+    profile): the unit's main figure. None for a unit not gated or not simulated."""
 
 
 @dataclass(frozen=True)
@@ -121,43 +169,45 @@ class SelftestResult:
     power: float
     calibration: str
     units: tuple[UnitSelftest, ...]
+    profiles: tuple[Profile, ...] = (Profile.CALIBRATED,)
+    """The flip profiles simulated, the calibrated one first."""
 
 
 def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> SelftestResult:
     """Simulate candidates of `baseline` and tabulate the gate's verdicts by injected drop."""
     check_proxy(baseline)
     options = options or SelftestOptions()
+    profiles = options.profiles
+    if not profiles or profiles[0] is not Profile.CALIBRATED or len(set(profiles)) < len(profiles):
+        raise BadInput(
+            "selftest's profiles must start with the calibrated one and name each profile once"
+        )
     policy = options.policy
     psi = options.discordance
     if psi is None:
         psi = float(np.mean([rate for _, rate in options.calibration.points]))
-    groups = unit_groups(baseline, options.calibration)
-    names = list(groups)
+    by_profile = {p: unit_groups(baseline, options.calibration, p) for p in profiles}
+    names = list(by_profile[Profile.CALIBRATED])
     gated = [policy.for_unit(name).gate for name in names]
     results = []
     for target, name in enumerate(names):
-        unit_groups_ = groups[name]
         unit_policy = policy.for_unit(name)
         threshold = unit_policy.max_drop or 0.0
         rule = Rule(unit_policy.rule or policy.rule)
-        if unit_groups_ is None:
+        calibrated = by_profile[Profile.CALIBRATED][name]
+        if calibrated is None:
             results.append(
                 UnitSelftest(
                     name, 0, 0, unit_policy.gate, rule, threshold, psi, (), None, simulated=False
                 )
             )
             continue
-
-        def chances(drop: float, target: int = target) -> SelftestPoint:
-            # The same seed at every drop (common random numbers): the chances rise smoothly
-            # with the drop, so the MDE's bisection is not led astray by simulation noise.
-            rng = np.random.default_rng(options.seed)
-            return _point(groups, names, gated, target, drop, psi, policy, options.runs, rng)
-
-        points = tuple(chances(drop) for drop in options.drops)
-        largest = largest_drop(unit_groups_, psi)
-        n = int(unit_groups_.right.sum() + unit_groups_.wrong.sum())
-        population = n if unit_groups_.population is None else int(unit_groups_.population.sum())
+        outcomes = tuple(
+            _simulate(p, by_profile[p], names, gated, target, psi, options) for p in profiles
+        )
+        first = outcomes[0]
+        n = int(calibrated.right.sum() + calibrated.wrong.sum())
+        population = n if calibrated.population is None else int(calibrated.population.sum())
         results.append(
             UnitSelftest(
                 name=name,
@@ -167,9 +217,11 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
                 rule=rule,
                 threshold=threshold,
                 discordance=psi,
-                points=points,
-                mde=_mde(chances, largest, policy.power) if unit_policy.gate else None,
-                largest_drop=largest,
+                points=first.points,
+                mde=first.mde,
+                largest_drop=first.largest_drop,
+                profiles=outcomes,
+                headline=worst(outcomes) if unit_policy.gate else None,
             )
         )
     return SelftestResult(
@@ -180,11 +232,50 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
         power=policy.power,
         calibration=f"{options.calibration.name}: {options.calibration.source}",
         units=tuple(results),
+        profiles=profiles,
     )
 
 
-def unit_groups(baseline: Run, calibration: Calibration) -> dict[str, Groups | None]:
-    """Each unit's groups for the simulation; None for a unit that is not right/wrong."""
+def worst(outcomes: Sequence[ProfileSelftest]) -> ProfileSelftest:
+    """The profile with the largest MDE; no detectable drop counts as the largest of all."""
+    # max() keeps the first of equals, so a tie goes to the calibrated profile.
+    return max(outcomes, key=lambda o: np.inf if o.mde is None else o.mde)
+
+
+def _simulate(
+    profile: Profile,
+    groups: dict[str, Groups | None],
+    names: Sequence[str],
+    gated: Sequence[bool],
+    target: int,
+    psi: float,
+    options: SelftestOptions,
+) -> ProfileSelftest:
+    """One profile's rows and MDE for the unit `names[target]`, the others unchanged."""
+    policy = options.policy
+
+    def chances(drop: float) -> SelftestPoint:
+        # The same seed at every drop (common random numbers): the chances rise smoothly
+        # with the drop, so the MDE's bisection is not led astray by simulation noise.
+        rng = np.random.default_rng(options.seed)
+        return _point(groups, names, gated, target, drop, psi, policy, options.runs, rng)
+
+    unit = groups[names[target]]
+    assert unit is not None
+    largest = largest_drop(unit, psi)
+    return ProfileSelftest(
+        profile=profile,
+        points=tuple(chances(drop) for drop in options.drops),
+        mde=_mde(chances, largest, policy.power) if policy.for_unit(names[target]).gate else None,
+        largest_drop=largest,
+    )
+
+
+def unit_groups(
+    baseline: Run, calibration: Calibration, profile: Profile = Profile.CALIBRATED
+) -> dict[str, Groups | None]:
+    """Each unit's groups for the simulation, flip propensities by `profile`; None for a unit
+    that is not right/wrong."""
     manifest = baseline.manifest
     units = units_of([manifest.tasks[t] for t in sorted(manifest.tasks)])
     out: dict[str, Groups | None] = {}
@@ -195,13 +286,29 @@ def unit_groups(baseline: Run, calibration: Calibration) -> dict[str, Groups | N
         ):
             out[name] = None
         elif manifest.proxy is not None:
-            out[name] = _proxy_groups(baseline, name, calibration)
+            out[name] = _proxy_groups(baseline, name, calibration, profile)
         else:
-            out[name] = _plain_groups(baseline, [t.name for t in tasks], calibration)
+            out[name] = _plain_groups(baseline, [t.name for t in tasks], calibration, profile)
     return out
 
 
-def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration) -> Groups:
+def propensity(
+    calibration: Calibration, quantiles: Sequence[float], profile: Profile
+) -> np.ndarray:
+    """Relative flip propensity at each margin quantile (0 = least sure) under `profile`.
+
+    Only ratios matter: flip_chances scales them to the target discordance and drop.
+    """
+    if profile is Profile.FLAT:
+        return np.ones(len(quantiles))
+    if profile is Profile.REVERSED:
+        return np.array([calibration.flip_rate(1 - q) for q in quantiles])
+    return np.array([calibration.flip_rate(q) for q in quantiles])
+
+
+def _plain_groups(
+    baseline: Run, tasks: Sequence[str], calibration: Calibration, profile: Profile
+) -> Groups:
     ranks = flip_rates.margin_ranks(baseline, tasks)
     bins = flip_rates.BINS
     right, wrong = np.zeros(bins), np.zeros(bins)
@@ -216,7 +323,7 @@ def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration)
     return Groups(
         right=right,
         wrong=wrong,
-        propensity=np.array([calibration.flip_rate(q) for q in mids]),
+        propensity=propensity(calibration, mids, profile),
         weight=np.ones(bins),
         stratum=np.full(bins, -1),
         population=None,
@@ -224,7 +331,7 @@ def _plain_groups(baseline: Run, tasks: Sequence[str], calibration: Calibration)
     )
 
 
-def _proxy_groups(baseline: Run, unit: str, calibration: Calibration) -> Groups:
+def _proxy_groups(baseline: Run, unit: str, calibration: Calibration, profile: Profile) -> Groups:
     design = baseline.manifest.proxy
     assert design is not None
     strata = design.unit_strata(unit)
@@ -241,7 +348,7 @@ def _proxy_groups(baseline: Run, unit: str, calibration: Calibration) -> Groups:
     return Groups(
         right=right,
         wrong=wrong,
-        propensity=np.array([calibration.flip_rate((h + 0.5) / count) for h in range(count)]),
+        propensity=propensity(calibration, [(h + 0.5) / count for h in range(count)], profile),
         weight=population / sampled,
         stratum=np.arange(count),
         population=population,
@@ -286,6 +393,8 @@ class _UnitDraws:
 
     rule_p: np.ndarray
     change_p: np.ndarray
+    pass_p: np.ndarray
+    """p of H0 "drop >= threshold": a PASS when it falls below its level."""
     drop: np.ndarray
     reaches: np.ndarray
     """Whether the 95% interval reaches a drop beyond the threshold."""
@@ -311,15 +420,34 @@ def judge_counts(
         m = moments(groups.population, groups.sampled, b, c)
         change_p, margin_p = pvalues(m, threshold)
         drop = -m.delta
+        # compare's NormalShift: the same normal tail, the other way.
+        se = np.sqrt(m.var)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            within = sps.norm.sf((threshold - drop) / se)
+        pass_p = np.where(se > 0, within, np.where(drop < threshold, 0.0, 1.0))
         reaches = upper_drop(m, CI_ALPHA) > threshold
     else:
         bt, ct = b.sum(axis=-1), c.sum(axis=-1)
         change_p = np.asarray(mcnemar_pvalue(bt, ct, policy.test))
-        margin_p = np.asarray(margin_pvalue(bt, ct, n, threshold))
+        margin_p = _exact(bt, ct, n, threshold, Side.BEYOND)
+        pass_p = _exact(bt, ct, n, threshold, Side.WITHIN)
         drop = (bt - ct) / n
         reaches = tango_score(-threshold, bt, ct, n) < sps.norm.isf(CI_ALPHA / 2)
     rule_p = margin_p if rule is Rule.MARGIN else change_p
-    return _UnitDraws(rule_p, change_p, drop, reaches, n < policy.min_examples)
+    return _UnitDraws(rule_p, change_p, pass_p, drop, reaches, n < policy.min_examples)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _exact_one(b: int, c: int, n: int, threshold: float, side: Side) -> float:
+    return margin_pvalue(b, c, n, threshold, side)
+
+
+def _exact(b: np.ndarray, c: np.ndarray, n: int, threshold: float, side: Side) -> np.ndarray:
+    """The exact margin test of every simulated run: runs repeat few distinct counts, and each
+    is computed once (cached across the drops and profiles a selftest tries)."""
+    pairs, where = np.unique(np.stack([b, c], axis=-1), axis=0, return_inverse=True)
+    found = np.array([_exact_one(int(x), int(y), n, threshold, side) for x, y in pairs])
+    return found[where.reshape(b.shape)]
 
 
 def overall_verdicts(
@@ -339,11 +467,15 @@ def overall_verdicts(
     # Units not simulated stay in the family with p = 1: they take their share of alpha.
     rule_raw = np.ones((runs, k))
     change_raw = np.ones((runs, k))
+    pass_raw = np.ones((runs, k))
     slots = {i: j for j, i in enumerate(i for i, g in enumerate(gated) if g)}
     for i, d in live.items():
         rule_raw[:, slots[i]] = d.rule_p
         change_raw[:, slots[i]] = d.change_p
+        pass_raw[:, slots[i]] = d.pass_p
     rule_adj, change_adj = _correct(rule_raw, policy), _correct(change_raw, policy)
+    pass_adj = _correct(pass_raw, policy)
+    evidence = policy.pass_requires is PassRequires.EVIDENCE
     any_regression = np.zeros(runs, dtype=bool)
     any_inconclusive = np.zeros(runs, dtype=bool)
     for i, d in live.items():
@@ -352,8 +484,13 @@ def overall_verdicts(
             any_inconclusive |= True
             continue
         regressed = regression(rules[i], policy.alpha, rule_adj[:, j], d.drop, thresholds[i])
-        upper = np.where(d.reaches, np.inf, -np.inf)
-        undecided = inconclusive(regressed, policy.alpha, change_adj[:, j], upper, thresholds[i])
+        if evidence:
+            undecided = ~regressed & (pass_adj[:, j] >= policy.alpha)
+        else:
+            upper = np.where(d.reaches, np.inf, -np.inf)
+            undecided = inconclusive(
+                regressed, policy.alpha, change_adj[:, j], upper, thresholds[i]
+            )
         any_regression |= regressed
         any_inconclusive |= undecided
     verdict[any_inconclusive] = Verdict.INCONCLUSIVE.value

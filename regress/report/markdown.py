@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from regress.gate.golden_rules import FRAGILE_MARGIN
 from regress.gate.results import (
     Comparison,
     Flip,
@@ -19,7 +20,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.rules import Rule
+from regress.gate.rules import PassRequires, Rule
 
 MARKER = "<!-- regress-report -->"
 """Last line of every report: lets a CI step find and update its own earlier comment."""
@@ -94,10 +95,11 @@ class _Docs:
 
 
 def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> str:
+    evidence = comparison.policy.pass_requires is PassRequires.EVIDENCE
     sections = [
         _headline(comparison),
-        _unit_table(comparison.units, UnitKind.ACCURACY),
-        _unit_table(comparison.units, UnitKind.PERPLEXITY),
+        _unit_table(comparison.units, UnitKind.ACCURACY, evidence),
+        _unit_table(comparison.units, UnitKind.PERPLEXITY, evidence),
         _legend(comparison, docs),
         _proxy(comparison.units),
         _notes(comparison),
@@ -120,11 +122,16 @@ def _headline(comparison: Comparison) -> str:
     gated = [u for u in comparison.units if u.gated]
     total = f"{len(gated)} unit{'s' if len(gated) != 1 else ''}"
     verdict = comparison.verdict
+    evidence = comparison.policy.pass_requires is PassRequires.EVIDENCE
     if verdict is Verdict.PASS:
-        first = f"## regress: {ICONS[verdict]} PASS ({total})"
+        shown = "every drop shown within its threshold" if evidence else "no drop shown beyond"
+        first = f"## regress: {ICONS[verdict]} PASS ({total}: {shown})"
     else:
         count = sum(u.verdict is verdict for u in gated)
         first = f"## regress: {ICONS[verdict]} {verdict} in {count} of {total}"
+        which = [u for u in gated if u.verdict is verdict]
+        if verdict in (Verdict.REGRESSION, Verdict.INCONCLUSIVE) and which:
+            first += ": " + _why(which)
         golden = ", ".join(g.task for g in comparison.golden if g.failed)
         if golden and verdict is Verdict.REGRESSION:
             # A golden set fails by its own rules, whatever its unit's statistics said.
@@ -147,17 +154,68 @@ def _headline(comparison: Comparison) -> str:
     return f"{first}\n\n{summary}"
 
 
-def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
+HEADLINE_UNITS = 2
+"""Units the first line explains; the rest are counted."""
+
+
+def _why(units: Sequence[UnitResult]) -> str:
+    """What the first line says of the units that set the verdict: the drop, and what the
+    one-sided bound showed or left open."""
+    parts = [_unit_why(u) for u in units[:HEADLINE_UNITS]]
+    more = len(units) - HEADLINE_UNITS
+    return "; ".join(parts) + (f"; {more} more" if more > 0 else "")
+
+
+def _unit_why(unit: UnitResult) -> str:
+    if unit.delta is None or unit.bounds is None:
+        return f"{unit.name} ({unit.reason})"
+    perplexity = unit.kind is UnitKind.PERPLEXITY
+    change = f"{unit.delta:+.2%}" if perplexity else f"{unit.delta * 100:+.1f} pts"
+    limit = _effect(unit, unit.threshold)
+    bounds = unit.bounds
+    if unit.verdict is Verdict.REGRESSION:
+        if bounds.at_least is None:
+            return f"{unit.name} {change}, beyond {limit}"
+        return f"{unit.name} {change}, a {_noun(unit)} of at least {_effect(unit, bounds.at_least)}"
+    if unit.n_to_pass:
+        tail = f"; about {unit.n_to_pass:,} examples would show it within {limit}"
+    elif unit.n < 1:
+        tail = ""
+    else:
+        tail = f", not shown within {limit}"
+    return f"{unit.name} {change}, may be up to {_effect(unit, bounds.at_most)}{tail}"
+
+
+def _noun(unit: UnitResult) -> str:
+    return "increase" if unit.kind is UnitKind.PERPLEXITY else "drop"
+
+
+def _bound(unit: UnitResult, evidence: bool) -> str:
+    """The one-sided bound the verdict rests on, and its confidence (docs/gate.md)."""
+    bounds = unit.bounds
+    if bounds is None:
+        return "–"
+    if unit.verdict is Verdict.REGRESSION or not evidence:
+        if bounds.at_least is None:
+            return "–"
+        value, level, sign = bounds.at_least, bounds.at_least_level, "≥"
+    else:
+        value, level, sign = bounds.at_most, bounds.at_most_level, "≤"
+    amount = f"{value:+.2%}" if unit.kind is UnitKind.PERPLEXITY else f"{value * 100:.1f}"
+    return f"{sign} {amount} ({(1 - level) * 100:.4g}%)"
+
+
+def _unit_table(units: Sequence[UnitResult], kind: UnitKind, evidence: bool = True) -> str:
     """One table for accuracy and score units (kind ACCURACY), one for perplexity units."""
     rows = [u for u in units if (u.kind is UnitKind.PERPLEXITY) == (kind is UnitKind.PERPLEXITY)]
     if not rows:
         return ""
     if kind is UnitKind.ACCURACY:
         header = [
-            *("unit", "n", "baseline", "candidate", "Δ pts [95% CI]", "b / c"),
+            *("unit", "n", "baseline", "candidate", "Δ pts [95% CI]", "drop bound", "b / c"),
             *("p", "adj. p", "MDE pts"),
         ]
-        align = ["---", *["---:"] * 8, "---"]
+        align = ["---", *["---:"] * 9, "---"]
         body = [
             [
                 u.name,
@@ -165,6 +223,7 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
                 _percent(u.baseline),
                 _percent(u.candidate),
                 _delta(u),
+                _bound(u, evidence),
                 f"{u.b} / {u.c}",
                 _pvalue(u.pvalue),
                 _pvalue(u.adjusted_pvalue),
@@ -176,9 +235,9 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
     else:
         header = [
             *("unit", "documents", "metric", "baseline", "candidate", "change [95% CI]"),
-            *("p", "adj. p", "MDE"),
+            *("increase bound", "p", "adj. p", "MDE"),
         ]
-        align = ["---", "---:", "---", *["---:"] * 6, "---"]
+        align = ["---", "---:", "---", *["---:"] * 7, "---"]
         body = [
             [
                 u.name,
@@ -187,6 +246,7 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind) -> str:
                 _number(u.baseline),
                 _number(u.candidate),
                 _relative(u),
+                _bound(u, evidence),
                 _pvalue(u.pvalue),
                 _pvalue(u.adjusted_pvalue),
                 "–" if u.mde is None else f"+{u.mde:.2%}",
@@ -247,7 +307,16 @@ def _legend(comparison: Comparison, docs: _Docs) -> str:
             f"rule `{rule}` ({RULE_NULLS[rule]}) for {', '.join(by_rule[rule])}" for rule in used
         )
     power = f"{comparison.policy.power:.0%}"
+    if comparison.policy.pass_requires is PassRequires.EVIDENCE:
+        bound = (
+            "Bound: the one-sided bound the verdict rests on, at the confidence the family's "
+            "correction set (≥: the drop is at least this, shown for a REGRESSION; ≤: at most "
+            "this, which must lie within the threshold for a PASS). "
+        )
+    else:
+        bound = "Bound: the drop is at least this (one-sided, the confidence the correction set). "
     return (
+        f"{bound}95% CI: two-sided and unadjusted, a description, not the decision. "
         f"p: one-sided, {tests}. MDE: the smallest true drop (perplexity: increase) a unit "
         f"flags as a regression with {power} power at its n and observed spread. What each "
         f"verdict means: {docs.cite('gate.md', VERDICTS_ANCHOR, 'What the verdicts mean')}."
@@ -404,24 +473,34 @@ def _golden(comparison: Comparison) -> str:
                 _cell(i.baseline_pred),
                 _cell(i.candidate_pred)
                 + ("" if i.candidate_status == "ok" else f" ({i.candidate_status})"),
+                _margin(i.baseline_margin),
                 "❌ regressed" if regressed else "⚠️ fails on both",
             ]
             for i, regressed in items[:FLIPS_SHOWN]
         ]
+        header = ["golden set", "must-pass item", "expected", "baseline", "candidate"]
         lines.append(
             _table(
-                ["golden set", "must-pass item", "expected", "baseline", "candidate", ""],
+                [*header, "baseline margin", ""],
                 rows,
-                ["---"] * 6,
+                ["---"] * 5 + ["---:", "---"],
             )
             + _more(len(items) - FLIPS_SHOWN)
         )
     rule = comparison.golden[0].max_relative_drop
     lines.append(
         f"_A must-pass item that regressed fails the gate, whatever the statistics; so does a "
-        f"pass rate that drops by more than {rule:.0%} of the baseline's._"
+        f"pass rate shown to drop by more than {rule:.0%} of the baseline's. A baseline margin "
+        f"(top-1 minus top-2 log-likelihood) below {FRAGILE_MARGIN} nats (⚠️) may flip on "
+        f"another CPU with no model change: make such an item less ambiguous._"
     )
     return "\n\n".join(lines)
+
+
+def _margin(margin: float | None) -> str:
+    if margin is None:
+        return "–"
+    return f"{margin:.2f}" + (" ⚠️" if margin < FRAGILE_MARGIN else "")
 
 
 def _calibration(comparison: Comparison) -> str:

@@ -1,0 +1,197 @@
+"""The perplexity unit's test (regress.gate.perplexity): size under five nulls, and behaviour.
+
+The size simulations use 199 resamples per test (docs/results/perplexity-size.md: 999); each
+bound is alpha + 0.01 plus twice the Monte Carlo standard error of its own number of runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from regress.gate.perplexity import CorpusTest, corpus_ratio_test
+
+ALPHA = 0.05
+
+
+def _lengths(rng: np.random.Generator, n: int) -> np.ndarray:
+    """WikiText-like document lengths in words: lognormal, median about 400."""
+    return np.round(rng.lognormal(6, 1.0, n)) + 10
+
+
+def _length_heterogeneous(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    w = np.round(np.exp(rng.uniform(math.log(200), math.log(2000), n)))
+    return w, w * rng.normal(0, 0.01, n) * np.sqrt(w / 630)
+
+
+def _per_word(change: Callable[[np.random.Generator, int], np.ndarray], token_noise: bool):
+    """A null of per-document per-word changes (mean zero), optionally with per-token noise."""
+
+    def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        w = _lengths(rng, n)
+        extra = w * change(rng, n)
+        if token_noise:
+            extra += np.sqrt(w) * rng.standard_t(3, n) * 0.05
+        return w, extra
+
+    return draw
+
+
+# The five nulls of experiments/perplexity_size.py: zero corpus change in every one.
+NULLS = {
+    "symmetric": _per_word(lambda rng, n: rng.normal(0, 0.01, n), token_noise=True),
+    "right-skewed": _per_word(
+        lambda rng, n: np.where(rng.random(n) < 0.25, 0.03, -0.01) + rng.normal(0, 0.003, n),
+        token_noise=False,
+    ),
+    "left-skewed": _per_word(
+        lambda rng, n: np.where(rng.random(n) < 0.25, -0.03, 0.01) + rng.normal(0, 0.003, n),
+        token_noise=False,
+    ),
+    "heavy-tailed": _per_word(lambda rng, n: rng.standard_t(3, n) * 0.01, token_noise=True),
+    "length-heterogeneous": _length_heterogeneous,
+}
+
+
+@pytest.mark.parametrize("n", [62, 200])
+@pytest.mark.parametrize("name", list(NULLS))
+def test_size_under_the_five_nulls(name, n):
+    """P(p < alpha) with no corpus change, and P(margin p < alpha) at exactly the margin."""
+    rng = np.random.default_rng([25, n, list(NULLS).index(name)])
+    runs, margin = 2000, 0.02
+    alarms = margin_alarms = 0
+    for i in range(runs):
+        w, extra = NULLS[name](rng, n)
+        alarms += corpus_ratio_test(np.zeros(n), -extra, w, resamples=199, seed=i).pvalue < ALPHA
+        w, extra = NULLS[name](rng, n)
+        at_margin = extra + math.log1p(margin) * w
+        margin_alarms += (
+            corpus_ratio_test(
+                np.zeros(n), -at_margin, w, margin, resamples=199, seed=i
+            ).margin_pvalue
+            < ALPHA
+        )
+    bound = ALPHA + 0.01 + 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs)
+    assert alarms / runs <= bound, alarms / runs
+    assert margin_alarms / runs <= bound, margin_alarms / runs
+
+
+def test_power_in_issue_12s_constructed_case():
+    """The longest fifth of documents +6% per word, the rest -1% (+2.9% in the corpus)."""
+    rng = np.random.default_rng(12)
+    runs, flagged, changes = 100, 0, []
+    for i in range(runs):
+        w = _lengths(rng, 62)
+        per_word = np.where(w >= np.quantile(w, 0.8), math.log(1.06), math.log(0.99))
+        extra = w * (per_word + rng.normal(0, 0.005, 62))
+        result = corpus_ratio_test(np.zeros(62), -extra, w, resamples=199, seed=i)
+        flagged += result.pvalue < ALPHA
+        changes.append(result.relative_change)
+    assert 0.025 < np.mean(changes) < 0.033
+    assert flagged / runs >= 0.95
+
+
+def _skewed_worse(n: int = 80, seed: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Documents about 1% worse per word, with heavy-tailed spread."""
+    rng = np.random.default_rng(seed)
+    w = _lengths(rng, n)
+    return w, w * (0.01 + rng.standard_t(3, n) * 0.01)
+
+
+def test_worse_better_and_same():
+    w, extra = _skewed_worse()
+    worse = corpus_ratio_test(np.zeros(w.size), -extra, w)
+    assert worse.relative_change == pytest.approx(math.expm1(extra.sum() / w.sum()))
+    assert worse.baseline == 1.0 and worse.candidate > 1.0
+    assert worse.pvalue < 0.001 and worse.ci[0] > 0
+    assert worse.se == pytest.approx(
+        np.sqrt(np.sum((extra - extra.sum() / w.sum() * w) ** 2)) / w.sum()
+    )
+    better = corpus_ratio_test(np.zeros(w.size), extra, w)
+    assert better.relative_change < 0 and better.pvalue > 0.999 and better.ci[1] < 0
+    same = corpus_ratio_test(np.full(w.size, -300.0), np.full(w.size, -300.0), w)
+    assert same.relative_change == 0 and same.pvalue == 1.0 and same.ci == (0.0, 0.0)
+
+
+def test_no_spread_leaves_the_sign_flip_test_alone():
+    """Without residual spread the bootstrap-t cannot studentize: flips decide, as exactly."""
+    base, weights = np.full(10, -200.0), np.full(10, 100.0)
+    # Every document 2% worse per word: only the no-flip pattern (1 in 2^10) ties the data.
+    worse = corpus_ratio_test(base, base - 2.0, weights)
+    assert worse.relative_change == pytest.approx(math.expm1(0.02))
+    assert worse.pvalue == pytest.approx(1 / 1024, abs=0.002)
+    assert worse.ci == pytest.approx((math.expm1(0.02), math.expm1(0.02)))
+    # One document: the only evidence is its sign, p about 1/2, and nothing bounds the change.
+    one = corpus_ratio_test([-100.0], [-103.0], [100.0])
+    assert one.n == 1 and 0.45 < one.pvalue < 0.55 and one.ci == (-1.0, math.inf)
+
+
+def test_margin():
+    w, extra = _skewed_worse()
+    change = math.expm1(extra.sum() / w.sum())
+    base = np.zeros(w.size)
+    at_zero = corpus_ratio_test(base, -extra, w, margin=0.0)
+    assert at_zero.margin_pvalue == at_zero.pvalue
+    pvalues = [
+        corpus_ratio_test(base, -extra, w, margin=m).margin_pvalue for m in (0.0, 0.01, 0.02)
+    ]
+    assert pvalues == sorted(pvalues) and pvalues[-1] > 0.5
+    assert corpus_ratio_test(base, -extra, w, margin=change).margin_pvalue > 0.3
+    # Moving every document by the margin's log-ratio moves the test with it, to the bit.
+    shifted = corpus_ratio_test(base, -(extra + math.log1p(0.02) * w), w, margin=0.02)
+    assert shifted.margin_pvalue == pytest.approx(at_zero.pvalue, abs=1e-12)
+
+
+def test_interval_inverts_the_test_on_each_side():
+    """Each end of the 1 - alpha interval is where a one-sided p crosses alpha / 2."""
+    w, extra = _skewed_worse()
+    base = np.zeros(w.size)
+    result = corpus_ratio_test(base, -extra, w)
+    low, high = result.ci
+    assert low < result.relative_change < high
+    inside = corpus_ratio_test(base, -extra, w, margin=low + 1e-9)
+    outside = corpus_ratio_test(base, -extra, w, margin=low - 1e-9)
+    assert inside.margin_pvalue >= ALPHA / 2 > outside.margin_pvalue
+    # The upper end: swapping the sides mirrors every resample, so the candidate's upper bound
+    # is the lower bound of "the baseline is worse", at 1 / (1 + high) - 1.
+    mirrored = corpus_ratio_test(-extra, base, w)
+    assert mirrored.ci == pytest.approx((1 / (1 + high) - 1, 1 / (1 + low) - 1), rel=1e-9)
+    mirror_low = 1 / (1 + high) - 1
+    inside = corpus_ratio_test(-extra, base, w, margin=mirror_low + 1e-9)
+    outside = corpus_ratio_test(-extra, base, w, margin=mirror_low - 1e-9)
+    assert inside.margin_pvalue >= ALPHA / 2 > outside.margin_pvalue
+
+
+def test_interval_level_follows_alpha():
+    w, extra = _skewed_worse()
+    wide = corpus_ratio_test(np.zeros(w.size), -extra, w, alpha=0.01).ci
+    narrow = corpus_ratio_test(np.zeros(w.size), -extra, w, alpha=0.2).ci
+    assert wide[0] < narrow[0] < narrow[1] < wide[1]
+    # Too few resamples to reach alpha / 2 in a tail: the interval says so by being unbounded.
+    assert corpus_ratio_test(np.zeros(w.size), -extra, w, resamples=19).ci == (-1.0, math.inf)
+
+
+def test_deterministic_for_a_seed():
+    w, extra = _skewed_worse(n=30)
+    first = corpus_ratio_test(np.zeros(30), -extra, w, margin=0.02)
+    assert first == corpus_ratio_test(np.zeros(30), -extra, w, margin=0.02)
+    assert isinstance(first, CorpusTest)
+    other = corpus_ratio_test(np.zeros(30), -extra, w, margin=0.02, seed=7)
+    assert other.pvalue == pytest.approx(first.pvalue, abs=0.01)
+    with pytest.raises(AttributeError):
+        first.pvalue = 0.5  # type: ignore[misc]
+
+
+def test_empty_and_bad_input():
+    empty = corpus_ratio_test([], [], [])
+    assert empty.n == 0 and empty.pvalue == 1.0 and empty.margin_pvalue == 1.0
+    assert all(math.isnan(x) for x in (empty.baseline, empty.candidate, empty.se, *empty.ci))
+    with pytest.raises(ValueError, match="positive weight"):
+        corpus_ratio_test([-1.0, -2.0], [-1.0, -2.0], [3.0, 0.0])
+    with pytest.raises(ValueError, match="one value per document"):
+        corpus_ratio_test([-1.0, -2.0], [-1.0], [3.0, 4.0])
+    with pytest.raises(ValueError, match="one value per document"):
+        corpus_ratio_test([[-1.0]], [[-1.0]], [[3.0]])
