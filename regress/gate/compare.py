@@ -6,15 +6,18 @@ the group's members are reported as subjects, not gated one by one.
 
 A unit is one of three kinds, by what its records hold:
 - accuracy: 0/1 `correct` (or a 0/1 metric the policy names): one-sided McNemar test
-  against no drop, Tango's score test against a drop of max_drop, Tango's interval for Δ,
-  flips listed;
+  against no drop, exact unconditional tests of a drop beyond and within max_drop
+  (regress.gate.margin_test), Tango's interval for Δ as a description, flips listed;
 - score: a per-example score in [0, 1] with `correct` None (TruthfulQA MC2): bootstrap-t
   tests of the mean, b and c count the examples that scored lower and higher;
-- perplexity (loglikelihood_rolling tasks): sign-flip tests of the length-weighted corpus
-  log-ratio, the very quantity whose relative change max_relative_increase judges.
+- perplexity (loglikelihood_rolling tasks): sign-flip and bootstrap-t tests of the
+  length-weighted corpus log-ratio (regress.gate.perplexity), the very quantity whose relative
+  change max_relative_increase judges.
 
 Each unit's rule (`margin` or `change`, regress.gate.rules) says which test decides a REGRESSION;
-the no-drop test always decides whether a unit that did not regress is INCONCLUSIVE.
+the policy's `pass_requires` whether a PASS needs its drop shown within the threshold (the
+within-margin test) or only no REGRESSION and no INCONCLUSIVE by the no-drop test. Every test
+that can fail the gate is corrected in one family (`_judge_all`).
 
 How failed examples count (status error, timeout or refused; a truncated prompt was still
 scored and counts as it was scored):

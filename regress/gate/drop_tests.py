@@ -7,8 +7,9 @@ decided it, at the level the family-wise correction applied, so the two never di
 
 - `PairedCounts`: accuracy units, the exact unconditional test of regress.gate.margin_test;
 - `NormalShift`: a normal estimate with a standard error (a proxy's stratified estimate);
-- `StudentizedShift`: a bootstrap-t or studentized resampling distribution (scores,
-  perplexity log-ratios).
+- `StudentizedShift`: a bootstrap-t resampling distribution (scores);
+- `RelativeIncrease`: a log-ratio's test asked as a relative increase (perplexity, whose
+  log-ratio test is regress.gate.perplexity.CorpusShift).
 
 The drop is measured as the gate measures it: accuracy points lost (a fraction), a score
 lost, or a corpus log-ratio gained (perplexity).

@@ -121,10 +121,12 @@ class UnitResult:
     discordance: float | None
     """(b + c) / n: the share of examples whose outcome flipped."""
     pvalue: float
-    """The rule's one-sided p: H0 "drop <= threshold" (margin: Tango's score test, bootstrap-t
-    or sign-flip) or H0 "no drop" (change: McNemar, bootstrap-t or sign-flip)."""
+    """The rule's one-sided p: H0 "drop <= threshold" (margin: the exact unconditional test,
+    bootstrap-t, or the corpus test) or H0 "no drop" (change: McNemar, bootstrap-t or the
+    corpus test)."""
     adjusted_pvalue: float | None
-    """After the family-wise correction over the gated units; None when not gated."""
+    """After the gate's one family-wise correction (units, failure classes, golden sets); None
+    when not gated."""
     change_pvalue: float
     """One-sided p of H0 "no drop": the evidence that the candidate is worse at all."""
     change_adjusted_pvalue: float | None

@@ -10,6 +10,9 @@ Inputs per unit, all one-sided for "the candidate is worse":
   or H0 "no drop" (change);
 - `change_p`: the family-wise adjusted p of H0 "no drop";
 - `upper`: the upper end of the 95% interval of the drop.
+
+`inconclusive` is `pass_requires: no_evidence_of_harm`'s rule; under `evidence` a unit that
+did not regress passes only when its within-margin test rejects (regress.gate.compare).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from regress.core.errors import BadInput
+from regress.core.fingerprint import result_params
 from regress.core.manifest import Run
 from regress.core.store import read_run
 from regress.gate.pairing import pair_runs
@@ -287,11 +288,13 @@ def _identical_notes(sweep: SweepResults) -> list[str]:
 
 def _backend_warnings(results: list[ConfigResult], tests: _Tests) -> list[str]:
     """Accuracy pairs only within one scoring code: runs whose backend versions or settings
-    differ (a regress upgrade mid-sweep) are named."""
+    differ (a regress upgrade mid-sweep) are named. Speed-only settings (threads, OpenMP
+    waiting) change no answer and are not compared."""
     groups: dict[str, list[str]] = {}
     for r in results:
         backend = tests.run(r.name).manifest.backend
-        key = json.dumps([backend.name, backend.version, backend.params], sort_keys=True)
+        params = result_params(backend.params)
+        key = json.dumps([backend.name, backend.version, params], sort_keys=True)
         groups.setdefault(key, []).append(r.name)
     if len(groups) < 2:
         return []
