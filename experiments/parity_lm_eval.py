@@ -40,6 +40,7 @@ from pathlib import Path
 
 import lm_eval
 
+from regress.backends import GOMP_SPINCOUNT
 from regress.backends.hf import _model_folder
 from regress.backends.models import resolve_model_path
 from regress.core.manifest import Run
@@ -158,6 +159,9 @@ def lm_eval_cli(tasks: Sequence[str], include: Path, out: Path, threads: int) ->
         "HF_DATASETS_OFFLINE": "1",
         "OMP_NUM_THREADS": str(threads),
     }
+    # lm-eval as its users run it: without the OpenMP waiting importing regress set here.
+    if env.get("GOMP_SPINCOUNT") == GOMP_SPINCOUNT and "OMP_WAIT_POLICY" not in env:
+        del env["GOMP_SPINCOUNT"]
     command = [
         sys.executable, "-m", "lm_eval", "--model", "hf",
         "--model_args", f"pretrained={folder},dtype=float32,max_length={MAX_LENGTH}",

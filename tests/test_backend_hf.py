@@ -19,6 +19,7 @@ from regress.backends import load_backend
 from regress.backends.hf import HFBackend
 from regress.backends.models import cache_root
 from regress.core.errors import BadInput
+from regress.core.fingerprint import openmp_waiting
 from regress.core.requests import (
     FailedResult,
     GenerateRequest,
@@ -279,6 +280,7 @@ def test_fingerprint_names_versions_and_load_parameters(backend: HFBackend) -> N
         "threads": 1,
         "pad_multiple": 32,
         "prefix_cache": False,
+        "openmp_waiting": openmp_waiting(),
     }
 
 

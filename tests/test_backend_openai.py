@@ -288,6 +288,8 @@ class _Stub(BaseHTTPRequestHandler):
     authorization: str | None = None
     trickle = False
     """Send the headers, then the body a byte every 0.2 s."""
+    trickle_headers = False
+    """Send the status line and headers themselves a byte every 0.2 s."""
     gzip = False
     """Send every body gzip-encoded, as servers behind a proxy do."""
     answer: dict | None = None
@@ -313,10 +315,18 @@ class _Stub(BaseHTTPRequestHandler):
             return
         choice = {"text": " Paris", "index": 0, "logprobs": None, "finish_reason": "length"}
         answer = stub.answer or {"choices": [choice], "usage": {"prompt_tokens": 5}}
+        data = json.dumps(answer).encode()
+        if stub.trickle_headers:
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            for i in range(len(head)):
+                self.wfile.write(head[i : i + 1])
+                self.wfile.flush()
+                time.sleep(0.2)
+            self.wfile.write(data)
+            return
         if not stub.trickle:
             self._send(200, answer)
             return
-        data = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -388,14 +398,16 @@ def test_a_slow_answer_is_a_timeout_and_the_api_key_is_sent(
         OpenAIBackend("m", base_url=url, api_key_env="NOT_SET_ANYWHERE")
 
 
-def test_a_trickling_answer_times_out_as_a_whole() -> None:
-    # A byte every 0.2 s never trips a per-read timeout; the request's own deadline does.
-    with _stub(trickle=True) as (url, _):
+@pytest.mark.parametrize("part", ["trickle", "trickle_headers"])
+def test_a_trickling_answer_times_out_as_a_whole(part: str) -> None:
+    # A byte every 0.2 s never trips a per-read timeout, whether it is the body's or the
+    # headers'; the request's own deadline does.
+    with _stub(**{part: True}) as (url, _):
         backend = OpenAIBackend("m", base_url=url, timeout=1.0, max_retries=0)
         start = time.monotonic()
         (result,) = backend.generate([GenerateRequest("Hi", max_tokens=4)])
         assert isinstance(result, FailedResult) and result.status == "timeout"
-        assert time.monotonic() - start < 3.0
+        assert time.monotonic() - start < 2.0
 
 
 def test_a_gzip_encoded_answer_is_decoded_once() -> None:

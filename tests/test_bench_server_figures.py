@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,7 +29,9 @@ def test_output_tokens_believes_only_what_the_stream_supports() -> None:
             output_tokens(usage, 8)
 
 
-def _server(usage: dict[str, object]) -> type[BaseHTTPRequestHandler]:
+def _server(usage: dict[str, object] | None) -> type[BaseHTTPRequestHandler]:
+    """A streaming server reporting `usage`; with None, a stream that never ends."""
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -38,6 +41,10 @@ def _server(usage: dict[str, object]) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
+            while usage is None:
+                chunk = {"choices": [{"text": "t", "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                time.sleep(0.05)
             for i in range(CHUNKS):
                 chunk = {"choices": [{"text": f"t{i}", "finish_reason": None}]}
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -51,7 +58,7 @@ def _server(usage: dict[str, object]) -> type[BaseHTTPRequestHandler]:
 def serve() -> Iterator:
     servers = []
 
-    def start(usage: dict[str, object]) -> str:
+    def start(usage: dict[str, object] | None) -> str:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _server(usage))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
@@ -63,8 +70,10 @@ def serve() -> Iterator:
         server.server_close()
 
 
-def _level(url: str):
-    options = ServingOptions(url, "m", ("hi",), output_len=CHUNKS, num_requests=3, timeout_s=10)
+def _level(url: str, timeout_s: float = 10):
+    options = ServingOptions(
+        url, "m", ("hi",), output_len=CHUNKS, num_requests=3, timeout_s=timeout_s
+    )
     (level,) = run_serving(options)
     return level
 
@@ -84,3 +93,13 @@ def test_a_negative_count_fails_the_request(serve) -> None:
     level = _level(serve({"prompt_tokens": 2, "completion_tokens": -209}))
     assert level.failed == 3 and level.latency.requests == ()
     assert "the server reported completion_tokens -209" in level.errors[0]
+
+
+def test_a_stream_that_never_ends_is_cut_at_the_request_deadline(serve) -> None:
+    # Every chunk arrives well within httpx's per-read timeout; only the wall clock ends it.
+    start = time.monotonic()
+    level = _level(serve(None), timeout_s=0.5)
+    assert level.failed == 3 and level.latency.requests == ()
+    assert level.errors[0] == "timeout: no complete answer within 0.5 s"
+    # The warm-up and three requests at concurrency 1, each cut at 0.5 s.
+    assert time.monotonic() - start < 4.0

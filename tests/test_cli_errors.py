@@ -59,7 +59,7 @@ def test_a_missing_extra_names_what_to_install(module: str, backend: str, extra:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr
-    assert f"pip install 'regress[{extra}]'" in done.stderr and module in done.stderr
+    assert f"pip install 'regress-gate[{extra}]'" in done.stderr and module in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -4,6 +4,7 @@ quantizations, drift, shards and resumed runs."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -16,7 +17,13 @@ import pytest
 from click.testing import CliRunner
 
 from regress.cli import cli
+from regress.cli.baseline import small_units
 from regress.core.errors import ExitCode
+from regress.core.store import Store
+from regress.gate.baseline_power import FACTS_DISCORDANCE, plan_baseline
+from regress.gate.policy import Policy
+from regress.tasks.base import DataSource
+from regress.tasks.catalog import BUILTIN
 
 TASKS = "builtin"
 LIMIT = "12"  # per task: 60 examples over the five built-in tasks, for the mechanics
@@ -48,6 +55,8 @@ def store(tmp_path_factory) -> Path:
         "--no-cache",
     )
     assert code == 0, text
+    # 60 examples, under the default min_examples: said when the baseline is made.
+    assert "warning: unit builtin has 60 examples, under the policy's min_examples 100" in text
     return root
 
 
@@ -119,7 +128,13 @@ def test_baseline_list_show_verify(store):
 @pytest.mark.model
 def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
     q8 = tmp_path / "q8.gguf"
-    assert run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))[0] == 0
+    # llama.cpp logs every tensor through this logger (about 350 lines): only under -v.
+    logging.getLogger("llama-cpp-python").setLevel(logging.NOTSET)
+    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))
+    assert code == 0 and len(text.strip().splitlines()) == 1, text
+    assert text.startswith(f"wrote {q8} (") and text.rstrip().endswith(" MB, Q8_0)")
+    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8), "-v")
+    assert code == 0 and len(text.splitlines()) > 100
     code, data = check_json(arc_store, str(q8), tmp_path, data_dir)
     [unit] = data["units"]
     # Never a REGRESSION; a PASS exactly when its within-margin test says so (100 examples
@@ -141,6 +156,33 @@ def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data
     [unit] = data["units"]
     assert unit["b"] > unit["c"] and unit["adjusted_pvalue"] < 0.05
     assert unit["candidate"] < unit["baseline"] - 0.1
+    # The report decides in its first line, names the candidate by its file, and shows each
+    # flip's question and both answers' texts from the documents the check rendered.
+    report = (tmp_path / "r.md").read_text().splitlines()
+    drop = (unit["baseline"] - unit["candidate"]) * 100
+    assert report[0].startswith(f"## regress: ❌ REGRESSION: arc_easy dropped {drop:.1f} pts (")
+    assert report[2].startswith("**smollm2-tq1_0.gguf** vs baseline **arc**")
+    assert data["candidate"]["label"] == "smollm2-tq1_0.gguf"
+    [task] = BUILTIN.get(["arc_easy"])
+    docs = {e.doc_id: e.doc for e in task.examples(DataSource(data_dir=data_dir), 0, 100)}
+    for flip in data["flips"]:
+        doc = docs[flip["doc_id"]]
+        assert flip["question"] == doc["question"]
+        texts = doc["choices"]["text"]
+        assert flip["baseline_answer"] == texts[flip["baseline_pred"]]
+        assert flip["candidate_answer"] == texts[flip["candidate_pred"]]
+    assert "| task | doc | question | baseline | candidate | expected |  |" in report
+
+
+def test_baseline_create_names_units_under_min_examples():
+    main = Store(REPO / "baselines").load("main")
+    assert small_units(main, Policy()) == []  # 500 examples in the one built-in unit
+    [plan] = plan_baseline(main, Policy(min_examples=600), FACTS_DISCORDANCE)
+    assert small_units(main, Policy(min_examples=600)) == [
+        "unit builtin has 500 examples, under the policy's min_examples 600: every check of it "
+        f"will be INCONCLUSIVE; about {max(plan.n_needed, 600):,} would detect a 4.0-point drop "
+        "(twice max_drop, if 12% of answers flip: `regress plan`)"
+    ]
 
 
 def test_changed_prompt_is_refused_before_any_model_runs(tmp_path):
@@ -328,9 +370,11 @@ def test_edited_cache_rows_are_computed_again_and_reported(store, tmp_path):
     digest, are computed again, and the report counts them."""
     cache, report = tmp_path / "cache", tmp_path / "r.json"
     gate = ["check", "-b", "main", "--store", str(store), "-m", "smollm2-135m"]
-    gate += ["--cache-dir", str(cache), "--report-json", str(report)]
+    gate += ["--cache-dir", str(cache), "--report-json", str(report), "--name", "PR 7"]
     code, text = run(*gate)
     first = json.loads(report.read_text())
+    assert (first["candidate"]["label"], first["candidate"]["run"]) == ("PR 7", "candidate")
+    assert "**PR 7** vs baseline **main**" in text
     requests = first["cache"][0]["computed"]
     assert first["cache"] == [
         {"run": "candidate", "enabled": True, "replayed": 0, "computed": requests, "rejected": 0}

@@ -189,7 +189,9 @@ def test_one_must_pass_regression_fails_an_otherwise_passing_gate(tmp_path: Path
     assert golden.failed and [i.name for i in golden.regressed] == ["item-05"]
     assert golden.relative_drop == pytest.approx(1 / 30)  # within 5%: the must-pass rule alone
     report = render_markdown(result)
-    assert report.splitlines()[0] == "## regress: ❌ REGRESSION in golden set golden_support"
+    assert report.splitlines()[0] == (
+        "## regress: ❌ REGRESSION in golden set golden_support: must-pass item item-05 regressed"
+    )
     assert "| golden_support | item-05 | a | a | b | 1.00 | ❌ regressed |" in report
 
 

@@ -23,7 +23,11 @@ from regress.run.lm_eval_import import _parse
 from regress.sweep.quantize import _remove_orphans
 from regress.sweep.results import load_results
 from regress.tasks import golden, templates, yaml_config
+from regress.tasks.base import DataSource
+from regress.tasks.catalog import load_catalog
+from regress.tasks.listing import ListOptions, list_tasks
 from regress.tasks.scoring.validators import parse_validator
+from regress.tasks.yaml_task import YamlTask
 
 # Backtracking the `regex` package cannot cut short: exponential in the a's before the "!".
 SLOW = r"^(a|aa)+$"
@@ -59,6 +63,52 @@ def test_a_template_regex_replace_that_backtracks_is_bad_input() -> None:
     _bounded(lambda: templates.render(source, {"text": TEXT}, "task t"))
 
 
+@pytest.mark.parametrize(
+    ("source", "budget"),
+    [
+        # Two loops, each within Jinja's own range bound: 10^10 steps.
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "steps",
+        ),
+        # No loop at all: a macro that calls itself twice, 2^40 calls.
+        (
+            "{% macro m(n) %}{% if n %}{{ m(n-1) }}{{ m(n-1) }}{% endif %}{% endmacro %}"
+            "{{ m(40) }}",
+            "steps",
+        ),
+        # A few steps, each writing a MAX_SIZE string: 10^11 characters.
+        (
+            "{% set x = 'x' * 1000000 %}{% for i in range(100000) %}{{ x }}{% endfor %}",
+            "characters",
+        ),
+    ],
+)
+def test_a_template_has_a_render_budget(source: str, budget: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(BadInput, match=f"task t: template .* failed \\(.* {budget}\\)"):
+        templates.render(source, {}, "task t")
+    assert time.monotonic() - start < templates.MAX_SECONDS
+
+
+def test_a_template_whose_steps_are_slow_stops_at_its_deadline(monkeypatch) -> None:
+    monkeypatch.setattr(templates, "MAX_SECONDS", 0.2)
+    source = (
+        "{% set x = 'x ' * 500000 %}{% for i in range(1000) %}{% set y = x.split() %}{% endfor %}"
+    )
+    start = time.monotonic()
+    with pytest.raises(BadInput, match=r"ran longer than 0.2 s"):
+        templates.render(source, {}, "task t")
+    assert time.monotonic() - start < 2.0
+
+
+def test_a_template_within_budget_renders_as_jinja_does() -> None:
+    source = "{% for c in choices %}{{ loop.index }}. {{ c }}\n{% endfor %}Answer:"
+    doc = {"choices": ["red", "blue"]}
+    assert templates.render(source, doc, "t") == templates.compile_template(source).render(**doc)
+    assert templates.render(source, doc, "t") == "1. red\n2. blue\nAnswer:"
+
+
 def test_a_refusal_pattern_is_checked_and_bounded() -> None:
     with pytest.raises(BadInput, match=r"refusal pattern '\(' is not a regex"):
         GenerationSettings(refusals=("(",))
@@ -75,6 +125,34 @@ def test_include_breadth_has_a_total_cap(tmp_path) -> None:
     (tmp_path / "task.yaml").write_text("task: wide\ninclude: l0.yaml.inc\n")
     message = _bounded(lambda: yaml_config.scan([tmp_path]))
     assert f"includes read more than {yaml_config.MAX_INCLUDED_FILES} files" in message
+
+
+def test_tasks_counts_a_task_file_s_rows_without_rendering_them(tmp_path, monkeypatch) -> None:
+    """`regress tasks` on a 10^6-row file once rendered every request: 59 s and 2 GB. Each
+    format's count must equal the rows a run loads, and no request is rendered."""
+    rows = [{"q": f"line\u2028{i}", "a": i % 2} for i in range(50)]
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    (tmp_path / "rows.csv").write_text('q,a\n"two\nlines",1\n' + "x,0\n" * 49)
+    import pyarrow as pa  # a test dependency: parquet is read only when the extra is installed
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
+    for kind, name in [("json", "rows.jsonl"), ("json", "rows.json"), ("csv", "rows.csv"),
+                       ("parquet", "rows.parquet")]:  # fmt: skip
+        (tmp_path / f"t_{name.replace('.', '_')}.yaml").write_text(
+            f"task: t_{name.replace('.', '_')}\ndataset_path: {kind}\n"
+            f"dataset_kwargs: {{data_files: {{test: {name}}}}}\ntest_split: test\n"
+            "output_type: multiple_choice\ndoc_to_text: '{{q}}'\ndoc_to_choice: ['0', '1']\n"
+            "doc_to_target: a\n"
+        )
+    catalog = load_catalog([tmp_path])
+    source = DataSource()
+    loaded = {t.name: len(t.docs(source)) for t in catalog.loaded.values()}
+    assert set(loaded.values()) == {50}
+    monkeypatch.setattr(YamlTask, "examples", lambda *a, **k: pytest.fail("rendered requests"))
+    listed = list_tasks(catalog, ListOptions(tuple(loaded), source))
+    assert {row.name: row.size for row in listed} == loaded
 
 
 def test_a_task_name_that_is_no_file_name_is_refused_before_anything_runs(tmp_path) -> None:

@@ -20,10 +20,10 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.rules import Rule
+from regress.gate.rules import PassRequires, Rule
 from regress.report.github import sanitize_markdown
 from regress.report.json_report import render_json
-from regress.report.markdown import MARKER, render_markdown
+from regress.report.markdown import MARKER, QUESTION_CHARS, render_markdown
 
 
 def unit(name, **fields):
@@ -182,7 +182,15 @@ SIDES = {
         "q4_1", "smollm2-135m", "ab" * 32, "Q4_1", "llama_cpp", "0.3.36", {"n_ctx": 2048}, "t0"
     ),
     "candidate": Fingerprint(
-        "q4_0", "q4_0.gguf", "cd" * 32, "Q4_0", "llama_cpp", "0.3.36", {"n_ctx": 2048}, "t1"
+        "candidate",
+        "models/q4_0.gguf",
+        "cd" * 32,
+        "Q4_0",
+        "llama_cpp",
+        "0.3.36",
+        {"n_ctx": 2048},
+        "t1",
+        label="q4_0.gguf",
     ),
 }
 COMPARISON = Comparison(
@@ -190,7 +198,20 @@ COMPARISON = Comparison(
     exit_code=ExitCode.REGRESSION,
     units=(ARC, MMLU, TQA, WIKI),
     flips=(
-        Flip("mmlu_anatomy", 4, 2, 1, 2, True, "ok"),
+        Flip(
+            "mmlu_anatomy",
+            4,
+            2,
+            1,
+            2,
+            True,
+            "ok",
+            question="Which of the following bones is found in the upper arm, between the shoulder "
+            "and the elbow?",
+            baseline_answer="C. Humerus",
+            candidate_answer="B. Radius",
+            target_answer="C. Humerus",
+        ),
         Flip("arc_easy", 17, 0, None, 0, True, "timeout"),
         Flip("arc_easy", 9, "a | b", "c", "c", False, "ok"),
     ),
@@ -204,18 +225,47 @@ COMPARISON = Comparison(
 )
 
 EXPECTED = """\
-## regress: ❌ REGRESSION in 1 of 4 units: mmlu -10.0 pts, a drop of at least 5.2 pts
+## regress: ❌ REGRESSION: mmlu dropped 10.0 pts (25 broke, 5 fixed); the drop is at least 5.2 \
+pts, beyond the 2.0-pt limit
 
-Candidate **q4_0** vs baseline **q4_1**, suite `default`: 2 passed, 1 regressed, 1 \
-inconclusive (1,379 paired examples). Exit code 1.
+**q4_0.gguf** vs baseline **q4_1**, suite `default`: 2 passed, 1 regressed, 1 inconclusive \
+(1,379 paired examples). Exit code 1.
 
-| unit | n | baseline | candidate | Δ pts [95% CI] | drop bound | b / c | p | adj. p | MDE \
-pts | verdict |
+| unit | examples | baseline | candidate | change | broke / fixed | verdict |
+| --- | ---: | ---: | ---: | ---: | ---: | --- |
+| arc_easy | 300 | 50.0% | 45.0% | -5.0 pts | 30 / 15 | ⚠️ INCONCLUSIVE |
+| mmlu | 200 | 30.0% | 20.0% | -10.0 pts | 25 / 5 | ❌ REGRESSION |
+| truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 pts | 450 / 367 | ✅ PASS |
+| wikitext (word_perplexity) | 62 | 30.125 | 30.400 | +0.91% | – | ✅ PASS |
+
+- ⚠️ **arc_easy** dropped 5.0 pts (30 broke, 15 fixed); the drop may be up to 8.1 pts, more \
+than the 2.0-pt limit; about 2,300 examples would detect a 4.0-pt drop
+- ❌ **mmlu** dropped 10.0 pts (25 broke, 5 fixed); the drop is at least 5.2 pts, beyond the \
+2.0-pt limit
+- ⚠️ policy names unit 'piqa', which is not in this suite
+
+### Answers that changed (first 3 of 3)
+
+| task | doc | question | baseline | candidate | expected |  |
+| --- | ---: | --- | --- | --- | --- | --- |
+| mmlu_anatomy | 4 | Which of the following bones is found in the upper arm, between the \
+shoulder an… | C. Humerus | B. Radius | C. Humerus | ❌ broke |
+| arc_easy | 17 | – | 0 | – (timeout) | 0 | ❌ broke |
+| arc_easy | 9 | – | a \\| b | c | c | ✅ fixed |
+
+_Broke / fixed: examples the baseline got right and the candidate wrong, and the reverse. pts: \
+accuracy points. Limit: the policy's max_drop. Every term: docs/gate.md, "Glossary"._
+
+<details><summary>Statistics: bounds, p-values, detectable drops (MDE), how the answers moved \
+(KL), calibration (ECE, Brier)</summary>
+
+| unit | n | baseline | candidate | Δ pts [95% CI] | drop bound | b / c | p | adj. p | MDE pts \
+| verdict |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
 | arc_easy | 300 | 50.0% | 45.0% | -5.0 [-8.7, -1.3] | ≤ 8.1 (98.75%) | 30 / 15 | 0.090 | \
 0.180 | 7.4 | ⚠️ INCONCLUSIVE |
-| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | ≥ 5.2 (98.75%) | 25 / 5 | <0.001 | \
-<0.001 | 7.0 | ❌ REGRESSION |
+| mmlu | 200 | 30.0% | 20.0% | -10.0 [-15.0, -5.5] | ≥ 5.2 (98.75%) | 25 / 5 | <0.001 | <0.001 \
+| 7.0 | ❌ REGRESSION |
 | truthfulqa_mc2 | 817 | 40.1% | 39.6% | -0.5 [-1.0, -0.1] | ≤ 0.9 (98.33%) | 450 / 367 | \
 1.000 | 1.000 | 2.6 | ✅ PASS |
 
@@ -225,18 +275,18 @@ adj. p | MDE | verdict |
 | wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% [-0.21%, +2.04%] | ≤ +1.95% \
 (97.5%) | 0.731 | 1.000 | +3.88% | ✅ PASS |
 
-Bound: the one-sided bound the verdict rests on, at the confidence the family's correction \
-set (≥: the drop is at least this, shown for a REGRESSION; ≤: at most this, which must lie \
-within the threshold for a PASS). 95% CI: two-sided and unadjusted, a description, not the \
-decision. p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true \
-drop (perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
+Bound: the one-sided bound the verdict rests on, at the confidence the family's correction set \
+(≥: the drop is at least this, shown for a REGRESSION; ≤: at most this, which must lie within \
+the threshold for a PASS). 95% CI: two-sided and unadjusted, a description, not the decision. \
+p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true drop \
+(perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
 spread. What each verdict means: docs/gate.md, "What the verdicts mean".
 
 ### Notes
 
-- ⚠️ **arc_easy**: Δ -5.0 pts: the drop may be up to 8.1 pts (98.75% one-sided, adjusted), \
-not shown within max_drop 2.0 pts; about 2,440 examples would show an unchanged model within \
-it; n≈2,305 would give 80% power against a drop of 4.0 pts at the observed discordance (15.0% \
+- ⚠️ **arc_easy**: Δ -5.0 pts: the drop may be up to 8.1 pts (98.75% one-sided, adjusted), not \
+shown within max_drop 2.0 pts; about 2,440 examples would show an unchanged model within it; \
+n≈2,305 would give 80% power against a drop of 4.0 pts at the observed discordance (15.0% \
 flipped)
 - ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts: at least 5.2 pts (98.75% one-sided, \
 adjusted); adj. p 0.0004 < alpha 0.05 (H0: within max_drop 2.0 pts)
@@ -256,13 +306,7 @@ adjusted); adj. p 0.0004 < alpha 0.05 (H0: within max_drop 2.0 pts)
 | mmlu | mmlu_anatomy | 100 | 30.0% | 15.0% | -15.0 | 18 / 3 |
 | mmlu | mmlu_virology | 100 | 30.0% | 25.0% | -5.0 | 7 / 2 |
 
-### Flips (first 3 of 3)
-
-| task | doc | baseline | candidate | target |  |
-| --- | ---: | --- | --- | --- | --- |
-| mmlu_anatomy | 4 | 2 | 1 | 2 | ❌ regressed |
-| arc_easy | 17 | 0 | – (timeout) | 0 | ❌ regressed |
-| arc_easy | 9 | a \\| b | c | c | ✅ fixed |
+</details>
 
 ### Failures
 
@@ -270,16 +314,16 @@ adjusted); adj. p 0.0004 < alpha 0.05 (H0: within max_drop 2.0 pts)
 | --- | --- | --- | ---: |
 | arc_easy | – | timeout 1, truncated 2 | 0.3% |
 
+<details><summary>Models, runtime and policy</summary>
+
 ### Policy
 
 `alpha: 0.05` · `rule: margin` · `correction: holm` · `test: midp` · `max_drop: 0.02` · \
 `pass_requires: evidence` · `inconclusive: warn` · `max_error_rate: 0.05` · `min_examples: \
-100` · `power: 0.8` · `perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` \
-· `units.piqa.gate: true`
+100` · `power: 0.8` · `perplexity.max_relative_increase: 0.02` · `units.piqa.max_drop: 0.05` · \
+`units.piqa.gate: true`
 
-### Warnings
-
-- policy names unit 'piqa', which is not in this suite
+</details>
 
 ### Reproduce
 
@@ -291,7 +335,10 @@ regress check --baseline q4_1 --model q4_0.gguf
 """
 
 
-HEADLINE = "## regress: ❌ REGRESSION in 1 of 4 units: mmlu -10.0 pts, a drop of at least 5.2 pts"
+HEADLINE = (
+    "## regress: ❌ REGRESSION: mmlu dropped 10.0 pts (25 broke, 5 fixed); the drop is at least "
+    "5.2 pts, beyond the 2.0-pt limit"
+)
 
 
 def without_models(text):
@@ -323,12 +370,12 @@ def test_pass_headline_and_no_failures():
         warnings=(),
     )
     text = render_markdown(passing)
-    assert (
-        text.splitlines()[0]
-        == "## regress: ✅ PASS (1 unit: every drop shown within its threshold)"
+    assert text.splitlines()[0] == (
+        "## regress: ✅ PASS: arc_easy unchanged; the drop is at most 1.0 pts, within the 2.0-pt "
+        "limit"
     )
     assert "No failed example and no truncated prompt on either side." in text
-    assert "### Flips" not in text and "### Notes" not in text
+    assert "### Answers that changed" not in text and "### Notes" not in text
 
 
 def many_flips(count):
@@ -339,11 +386,15 @@ def many_flips(count):
 def test_flips_are_truncated_first_to_fit():
     comparison = many_flips(200)
     full = render_markdown(comparison)
-    assert "### Flips (first 25 of 250)" in full and "_(truncated: 225 more)_" in full
+    assert "### Answers that changed (first 5 of 250)" in full
+    assert "<summary>20 more answers that changed</summary>" in full
+    assert "_(truncated: 225 more)_" in full
     limit = len(full.encode()) - 200
     text = render_markdown(comparison, max_bytes=limit)
     assert len(text.encode()) <= limit
-    assert "### Flips (first 12 of 250)" in text and "_(truncated: 238 more)_" in text
+    assert "### Answers that changed (first 5 of 250)" in text
+    assert "<summary>7 more answers that changed</summary>" in text
+    assert "_(truncated: 238 more)_" in text
     assert "| mmlu | mmlu_virology |" in text  # subjects untouched while flips can shrink
     assert text.splitlines()[0] == HEADLINE
     assert text.endswith(f"\n{MARKER}\n")
@@ -356,7 +407,7 @@ def test_subjects_are_cut_after_the_flips_then_the_tail():
     )
     assert "_(truncated: 30 more)_" in render_markdown(comparison)
     without_flips = dataclasses.replace(comparison, flips=(), n_flips=0)
-    stub = "\n\n### Flips (250)\n\n_(truncated: 250 more)_"
+    stub = "\n\n_(truncated: 250 more answers that changed)_"
     budget = len(render_markdown(without_flips).encode()) + len(stub.encode())
     text = render_markdown(comparison, max_bytes=budget)
     assert stub in text and "_(truncated: 30 more)_" in text
@@ -421,7 +472,18 @@ MEDIA_TAG = re.compile(r"<\s*/?\s*(?:img|image|picture|source|video|audio|svg)",
 
 def hostile_report():
     flips = tuple(
-        Flip("arc_easy", i, answer, HOSTILE[-1 - i], HOSTILE[(i + 3) % 12], i % 2 == 0, "ok")
+        Flip(
+            "arc_easy",
+            i,
+            answer,
+            HOSTILE[-1 - i],
+            HOSTILE[(i + 3) % 12],
+            i % 2 == 0,
+            "ok",
+            # Questions and answers' texts come from the dataset: as hostile as the answers.
+            question=HOSTILE[(i + 5) % 12] * 9,
+            candidate_answer=HOSTILE[(i + 7) % 12] if i % 3 else None,
+        )
         for i, answer in enumerate(HOSTILE)
     )
     comparison = dataclasses.replace(COMPARISON, flips=flips, n_flips=len(flips))
@@ -436,14 +498,18 @@ def cells(row):
 def test_hostile_answers_keep_every_row_and_section_of_the_sanitized_report():
     raw = hostile_report()
     text = sanitize_markdown(raw)
-    flips = text[text.index("### Flips") : text.index("### Failures")]
+    flips = text[text.index("### Answers that changed") : text.index("### Failures")]
     rows = [line for line in flips.splitlines() if line.startswith("| arc_easy | ")]
+    rows = [r for r in rows if cells(r)[-1] in ("❌ broke", "✅ fixed")]
     assert [cells(r)[1] for r in rows] == [str(i) for i in range(len(HOSTILE))]
-    # Six cells each, the verdict column last: no answer shifts the columns.
-    assert [cells(r)[-1] for r in rows] == ["❌ regressed", "✅ fixed"] * 6
-    assert all(len(cells(r)) == 6 for r in rows)
+    # Seven cells each (the question's too), the verdict column last: no text shifts the columns.
+    assert [cells(r)[-1] for r in rows] == ["❌ broke", "✅ fixed"] * 6
+    assert all(len(cells(r)) == 7 for r in rows)
+    # Every text cell is escaped and cut before the sanitizer runs on its line.
+    assert all(len(cells(r)[2]) <= 2 * QUESTION_CHARS for r in rows)
     headings = [line for line in raw.splitlines() if line.startswith("#")]
-    for section in ("### Flips", "### Failures", "### Models", "### Policy", "### Reproduce"):
+    sections = ("### Answers that changed", "### Failures", "### Models", "### Policy")
+    for section in (*sections, "### Reproduce"):
         assert any(h.startswith(section) for h in headings)
     assert [line for line in text.splitlines() if line.startswith("#")] == headings
     assert text.endswith(f"\n{MARKER}\n")
@@ -461,6 +527,9 @@ def test_a_cell_is_cut_between_escapes_never_inside_one():
     flip = Flip("arc_easy", 1, "x" * 38 + "<<<", "|" * 50, "<img src=x>", True, "ok")
     text = render_markdown(dataclasses.replace(COMPARISON, flips=(flip,), n_flips=1))
     assert "| " + "x" * 38 + "&lt;… | " + "\\|" * 39 + "… | &lt;img src=x> |" in text
+    question = Flip("arc_easy", 1, 0, 1, 0, True, "ok", question="<" * 100)
+    text = render_markdown(dataclasses.replace(COMPARISON, flips=(question,), n_flips=1))
+    assert "| arc_easy | 1 | " + "&lt;" * (QUESTION_CHARS - 1) + "… | 0 | 1 | 0 |" in text
 
 
 def test_the_report_says_how_many_results_came_from_the_cache():
@@ -475,3 +544,21 @@ def test_the_report_says_how_many_results_came_from_the_cache():
         "- Result cache off for the baseline rerun: every result computed here."
     ) in text
     assert "Result cache" not in render_markdown(COMPARISON)
+
+
+def test_an_error_and_a_pass_without_evidence_say_why_in_the_first_line():
+    reason = "12.0% of the candidate's examples failed (max_error_rate 5.0%)"
+    failed = unit("arc_easy", verdict=Verdict.ERROR, reason=reason)
+    errored = dataclasses.replace(COMPARISON, verdict=Verdict.ERROR, units=(failed, TQA))
+    assert render_markdown(errored).splitlines()[0] == f"## regress: 🛑 ERROR: arc_easy: {reason}"
+    lenient = dataclasses.replace(
+        COMPARISON,
+        verdict=Verdict.PASS,
+        units=(TQA, WIKI),
+        policy=Policy(pass_requires=PassRequires.NO_EVIDENCE_OF_HARM),
+    )
+    assert render_markdown(lenient).splitlines()[0] == (
+        "## regress: ✅ PASS: no drop shown beyond a limit; largest change: wikitext "
+        "word_perplexity rose 0.91%; no increase shown beyond the +2.00% limit; only increases "
+        "of +3.88% or more would be caught"
+    )

@@ -6,6 +6,7 @@ process limit fails `test_every_layer_applies` (and the containment cases), as i
 
 from __future__ import annotations
 
+import os
 import socket
 import uuid
 from pathlib import Path
@@ -218,3 +219,67 @@ def test_opt_out_names_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(sandbox.OPTIONAL_ENV, "seccomp")
     with pytest.raises(BadInput, match="seccomp"):
         sandbox.optional_layers_from_env()
+
+
+_FORKS = (
+    "import json, os, sys\n"
+    "from regress.tasks.scoring.sandbox import SandboxLimits, run_python\n"
+    "mib, total = int(sys.argv[1]), int(sys.argv[2])\n"
+    "program = (\n"
+    "    'import os, time\\ndef f():\\n    kids = []\\n    for _ in range(6):\\n'\n"
+    "    '        pid = os.fork()\\n        if pid == 0:\\n'\n"
+    "    f'            block = bytearray({mib} << 20)\\n'\n"
+    "    '            block[::4096] = b\"x\" * len(block[::4096])\\n            time.sleep(1)\\n'\n"
+    "    '            os._exit(0)\\n        kids.append(pid)\\n'\n"
+    "    '    return all(os.waitpid(k, 0)[1] == 0 for k in kids)\\n'\n"
+    ")\n"
+    "limits = SandboxLimits(cpu_seconds=5, wall_seconds=20, memory_total=total << 20)\n"
+    "r = run_python(program, ['assert f()'], limits)\n"
+    "print(json.dumps({'outcome': r.outcome.value, 'layers': r.layers, 'reason': r.reason}))\n"
+)
+
+
+def _forks_as(prefix: list[str], mib: int, total_mib: int) -> dict:
+    """Six forks of `mib` MiB in a sandbox capped at `total_mib`, run by another user."""
+    import json
+    import subprocess
+    import sys
+    import sysconfig
+
+    repo = Path(__file__).resolve().parents[1]
+    # The other user may not reach this interpreter (pyenv under a private /root): then the
+    # system's of the same version, with this environment's packages on its path.
+    python = os.path.realpath(sys.executable)
+    relaunch = "import subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
+    probe = subprocess.run([*prefix, python, "-c", relaunch], capture_output=True, cwd="/tmp")
+    if probe.returncode:
+        python = f"/usr/bin/python3.{sys.version_info.minor}"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{repo}:{sysconfig.get_paths()['purelib']}"}
+    done = subprocess.run(
+        [*prefix, python, "-c", _FORKS, str(mib), str(total_mib)],
+        capture_output=True, text=True, env=env, cwd="/tmp", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+NOT_ROOT = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"]
+
+
+def test_without_root_the_memory_total_is_a_process_cap() -> None:
+    """No cgroup for a user who is not root: RLIMIT_NPROC of memory_total // memory_bytes
+    (1 GiB each) keeps the address spaces within the total."""
+    assert os.geteuid() == 0, "this test switches to another user, which needs root"
+    capped = _forks_as(NOT_ROOT, 600, 2048)
+    assert "memory_limit" in capped["layers"] and capped["outcome"] != "passed", capped
+    roomy = _forks_as(NOT_ROOT, 100, 16 << 10)
+    assert roomy["outcome"] == "passed", roomy
+
+
+def test_a_user_mapped_to_root_is_not_trusted_to_rlimit_nproc() -> None:
+    """Inside a user namespace that maps uid 1000 to root, RLIMIT_NPROC never binds (the
+    kernel exempts root): the sandbox must refuse rather than claim the layer."""
+    mapped = ["unshare", "--user", "--map-user=1000", "--map-group=1000"]
+    result = _forks_as(mapped, 600, 2048)
+    assert result["outcome"] == "sandbox_error", result
+    assert "RLIMIT_NPROC does not bind root" in result["reason"]

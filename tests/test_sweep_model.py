@@ -28,7 +28,7 @@ from regress.tasks.base import DataSource
 
 TYPES = "Q8_0,Q2_K,Q3_K_S"
 # Tiny on purpose: 3 ARC-Easy questions, one 64-token WikiText-2 chunk, pp16/tg4 twice.
-SIZES = ["--limit", "3", "--ppl-chunks", "1", "--ppl-ctx", "64", "--bench-runs", "2"]
+SIZES = ["--limit", "3", "--ppl-chunks", "1", "--ppl-ctx", "64", "--runs", "2"]
 SIZES += ["-p", "16", "-n", "4"]
 
 

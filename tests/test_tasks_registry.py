@@ -43,6 +43,15 @@ def test_unknown_task_names_the_known_ones() -> None:
         get_tasks(["arc_medium"])
 
 
+def test_unknown_task_names_the_loaded_ones_too() -> None:
+    from regress.tasks.catalog import load_catalog
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    catalog = load_catalog([examples / "tasks"], [examples / "golden" / "assistant.jsonl"])
+    with pytest.raises(BadInput, match=r"known: mmlu, .*; loaded: .*golden_assistant.*"):
+        catalog.get(["nosuchtask"])
+
+
 def test_task_attributes_follow_lm_eval() -> None:
     arc, hellaswag, wikitext, gsm8k, mc2 = get_tasks(
         ["arc_easy", "hellaswag", "wikitext", "gsm8k", "truthfulqa_mc2"]
@@ -87,3 +96,21 @@ def test_resolve_source_prefers_the_argument_then_the_environment(
     assert resolve_source(other, hf=True).hf
     monkeypatch.delenv("REGRESS_DATA_DIR")
     assert resolve_source(None).data_dir is None
+
+
+def test_a_fractional_limit_takes_lm_eval_s_share_and_records_the_count() -> None:
+    """`--limit 0.1` is lm-eval's: the first ceil(0.1 * n) documents of each task; the run
+    records the whole number, so a check reruns exactly those."""
+    from regress.run.engine import TaskSpec, prepare
+    from regress.run.suite import inline_suite, parse_limit
+    from regress.tasks.base import DataSource
+
+    (task,) = get_tasks(["builtin_dates"])
+    n = len(task.examples(DataSource(), 0))
+    ((spec, examples),) = prepare([TaskSpec(task, 0, 0.1)], DataSource())
+    assert spec.limit == len(examples) == -(-n // 10)
+    assert [e.doc_id for e in examples] == list(range(spec.limit))
+    assert inline_suite("arc_easy", limit=0.25).tasks[0].limit == 0.25
+    for bad in (0, 1.5, -0.1, True, "0.1"):
+        with pytest.raises(BadInput, match="a fraction between 0 and 1"):
+            parse_limit(bad, "limit")

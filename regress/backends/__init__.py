@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from regress.backends.base import Backend, Progress
-from regress.core.errors import BadInput
+from regress.core.errors import BadInput, pip_install
 from regress.core.fingerprint import OPENMP_WAIT_VARIABLES
 from regress.core.hashes import is_sha256
 from regress.core.requests import AnyResult, Request
@@ -63,7 +63,7 @@ def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None
     except ModuleNotFoundError as exc:
         raise BadInput(
             f"the {name} backend needs the {exc.name or 'missing'} package: "
-            f"pip install 'regress[{_EXTRAS[name]}]'"
+            f"{pip_install(_EXTRAS[name])}"
         ) from exc
     except TypeError as exc:
         if "unexpected keyword argument" not in str(exc):

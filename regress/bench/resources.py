@@ -23,6 +23,8 @@ from multiprocessing.connection import Connection
 
 import psutil
 
+from regress.core.errors import pip_install
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -97,7 +99,7 @@ class _Nvml:
         try:
             import pynvml  # nvidia-ml-py
         except ImportError:
-            self.note = "no GPU: nvidia-ml-py is not installed (pip install 'regress[bench]')"
+            self.note = f"no GPU: nvidia-ml-py is not installed ({pip_install('bench')})"
             return
         self._nvml = pynvml
         try:

@@ -173,6 +173,17 @@ def bench_model(ref: str, options: BenchOptions, progress: Progress) -> ModelBen
     return ModelBench(info, fingerprint, load_s, tuple(micro), latency, sampler.result())
 
 
+def _timeout(args: dict[str, object]) -> float:
+    """`timeout=` of --model-args, as the openai backend reads it: seconds per request."""
+    try:
+        timeout = float(str(args.get("timeout", 600.0)))
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise BadInput(f"openai: timeout={args.get('timeout')} is not a positive number of seconds")
+    return timeout
+
+
 def bench_server(name: str, options: BenchOptions, progress: Progress) -> ModelBench:
     """A served model: vLLM-style runs per concurrency level, sampling the server's tree."""
     args = dict(options.model_args)
@@ -187,6 +198,7 @@ def bench_server(name: str, options: BenchOptions, progress: Progress) -> ModelB
         concurrency=options.concurrency,
         request_rate=options.request_rate,
         slo_ms=options.slo_ms,
+        timeout_s=_timeout(args),
         seed=options.seed,
     )
     try:

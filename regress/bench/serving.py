@@ -52,6 +52,7 @@ class ServingOptions:
     request_rate: float = math.inf
     slo_ms: Mapping[str, float] = field(default_factory=dict)
     timeout_s: float = 600.0
+    """Seconds each request may take in all, from connecting to its last token."""
     seed: int = 0
 
 
@@ -156,7 +157,12 @@ async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
         async def send(i: int) -> tuple[RequestTiming, bool] | str:
             async with gate:
                 try:
-                    return await _one(c, options, i, options.prompts[i % len(options.prompts)])
+                    # httpx bounds each read; a stream that never ends needs a clock of its own.
+                    async with asyncio.timeout(options.timeout_s):
+                        prompt = options.prompts[i % len(options.prompts)]
+                        return await _one(c, options, i, prompt)
+                except TimeoutError:
+                    return f"timeout: no complete answer within {options.timeout_s:g} s"
                 except (httpx.HTTPError, RuntimeError, json.JSONDecodeError) as exc:
                     return f"{type(exc).__name__}: {exc}"
 

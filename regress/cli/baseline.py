@@ -10,6 +10,7 @@ from rich.table import Table
 
 from regress.backends.models import file_sha256, resolve_model_path
 from regress.cli.common import (
+    LIMIT,
     cache_folder,
     chosen_suite,
     command_line,
@@ -20,6 +21,7 @@ from regress.cli.common import (
     model_options,
     parse_args,
     parse_shard,
+    policy_option,
     run_options,
     run_with_progress,
     stdout,
@@ -28,7 +30,9 @@ from regress.cli.common import (
 )
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
+from regress.core.manifest import Run
 from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.gate.baseline_power import FACTS_DISCORDANCE, plan_baseline
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
     check_fit_to_store,
@@ -36,6 +40,8 @@ from regress.gate.integrity import (
     proxy_problems,
     record_problems,
 )
+from regress.gate.policy import Policy, load_policy
+from regress.gate.results import UnitKind
 from regress.run.generation import GenerationSettings
 from regress.run.lm_eval_import import read_lm_eval_run
 from regress.run.runner import RunPlan, suite_specs
@@ -62,7 +68,13 @@ def baseline() -> None:
 )
 @click.option("--tasks", "-t", help="Inline suite: comma-separated tasks or groups.")
 @click.option("--num-fewshot", "-k", type=click.IntRange(0), default=None)
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
+@click.option(
+    "--limit",
+    type=LIMIT,
+    default=None,
+    help="First N documents per task, or a fraction of them (0.1), as lm-eval's --limit.",
+)
+@policy_option("Policy YAML the baseline will gate with: warns about units under its min_examples.")
 @task_options
 @data_options
 @store_option
@@ -77,7 +89,8 @@ def create(
     suite: Path | None,
     tasks: str | None,
     num_fewshot: int | None,
-    limit: int | None,
+    limit: int | float | None,
+    policy_path: Path | None,
     include_path: tuple[Path, ...],
     golden: tuple[Path, ...],
     data_dir: Path | None,
@@ -101,6 +114,7 @@ def create(
     validate_name(name)
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
+    policy = load_policy(policy_path)  # validated before the model runs
     spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
     specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
     # Refuse a place the run could not be stored before spending minutes on it.
@@ -136,6 +150,29 @@ def create(
             f"nats (< {FRAGILE_MARGIN}): it may fail on another CPU with no model change",
             err=True,
         )
+    for line in small_units(outcome.run, policy):
+        click.echo(f"warning: {line}", err=True)
+
+
+def small_units(run: Run, policy: Policy) -> list[str]:
+    """One line per gated unit with fewer examples than the policy's `min_examples`: every
+    check against it will be INCONCLUSIVE, so say so now, with the n that would decide."""
+    lines = []
+    for unit in plan_baseline(run, policy, FACTS_DISCORDANCE):
+        if not unit.gated or unit.kind is UnitKind.PERPLEXITY or unit.n >= policy.min_examples:
+            continue
+        line = (
+            f"unit {unit.name} has {unit.n} examples, under the policy's min_examples "
+            f"{policy.min_examples}: every check of it will be INCONCLUSIVE"
+        )
+        if unit.n_needed and unit.drop:
+            needed = max(unit.n_needed, policy.min_examples)
+            line += (
+                f"; about {needed:,} would detect a {unit.drop * 100:.1f}-point drop (twice "
+                f"max_drop, if {FACTS_DISCORDANCE:.0%} of answers flip: `regress plan`)"
+            )
+        lines.append(line)
+    return lines
 
 
 @baseline.command("list")

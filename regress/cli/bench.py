@@ -21,7 +21,7 @@ from regress.cli.common import (
     stdout,
     write_report,
 )
-from regress.core.errors import BadInput, ExitCode
+from regress.core.errors import BadInput, ExitCode, pip_install
 from regress.gate.policy import load_policy
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def require_extra(*modules: str) -> None:
     need them import them only when they run, so `regress` starts without them."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise BadInput(f"this command needs {', '.join(missing)}: pip install 'regress[bench]'")
+        raise BadInput(f"this command needs {', '.join(missing)}: {pip_install('bench')}")
 
 
 def _sizes(text: str, flag: str) -> tuple[int, ...]:
@@ -180,14 +180,19 @@ def _write(path: Path, run: BenchRun) -> None:
     help="openai: the server's process id, so its memory and CPU are sampled.",
 )
 @click.option(
-    "--baseline",
+    "--against",
+    "baseline",
     default=None,
-    help="Latency gate: time this baseline against each -m candidate, interleaved, and exit 1 "
-    "on a significant slowdown beyond the policy's speed.max_slowdown.",
+    help="Latency gate: time this model (a path or packaged name) against each -m candidate, "
+    "interleaved, and exit 1 on a significant slowdown beyond the policy's speed.max_slowdown.",
 )
 @click.option(
-    "--baseline-args", default=None, help="The baseline's settings (default: --model-args)."
+    "--against-args",
+    "baseline_args",
+    default=None,
+    help="The --against model's settings (default: --model-args).",
 )
+@click.option("--baseline", "renamed", default=None, hidden=True, expose_value=True)
 @policy_option("Policy YAML; its `speed: {max_slowdown: 0.10}` sets the latency gate's margin.")
 @click.option(
     "--output",
@@ -216,6 +221,7 @@ def bench(
     server_pid: int | None,
     baseline: str | None,
     baseline_args: str | None,
+    renamed: str | None,
     policy_path: Path | None,
     outputs: tuple[Path, ...],
 ) -> None:
@@ -230,8 +236,11 @@ def bench(
       regress bench -m model.gguf -p 128,512 -n 32 -r 3 --prompts prompts.txt -o bench.md
       regress bench --backend openai -m smollm2 --model-args base_url=http://127.0.0.1:8000/v1 \\
           --concurrency 1,4,16 --slo ttft=500ms,tpot=50ms -o serve.json
-      regress bench --baseline smollm2-135m -m candidate.gguf --policy policy.yaml -r 3
+      regress bench --against smollm2-135m -m candidate.gguf --policy policy.yaml -r 3
     """
+    if renamed is not None:
+        # `--baseline` names a stored baseline everywhere else (check, drift, plan).
+        raise BadInput(f"bench --baseline is now --against (--against {renamed})")
     for output in outputs:
         if output.is_dir():
             raise BadInput(f"--output {output} is a folder; give a file name")

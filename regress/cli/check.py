@@ -53,6 +53,13 @@ from regress.run.lm_eval_import import read_lm_eval_run
     "running --model.",
 )
 @click.option(
+    "--name",
+    "candidate_name",
+    default=None,
+    help="The candidate's name in the reports (default: its model file's name, or the served "
+    "model's).",
+)
+@click.option(
     "--backend", type=click.Choice(BACKENDS), default=None, help="Default: the baseline's backend."
 )
 @click.option("--model-args", default=None, help="k=v,... (default: the baseline's n_ctx etc.).")
@@ -101,6 +108,7 @@ def check(
     model: str | None,
     candidate_run: Path | None,
     candidate_samples: Path | None,
+    candidate_name: str | None,
     backend: str | None,
     model_args: str | None,
     policy_path: Path | None,
@@ -134,6 +142,7 @@ def check(
     \b
     Examples:
       regress check --baseline main --model cand.gguf --report-md report.md
+      regress check --baseline main --model cand.gguf --name "PR 42 (Q4_0)"
       regress check --baseline main --model cand.gguf --shard 0/2 --save-run shard0/
       regress merge shard0/ shard1/ -o cand/ && regress check -b main --candidate-run cand/
       regress check -b main --candidate-samples lm-eval-out/
@@ -158,6 +167,7 @@ def check(
         repeat_check=repeat_check,
         command=command_line(),
         tasks=task_catalog(include_path, golden),
+        candidate_name=candidate_name,
     )
     if model is None:
         result = _check_files(base, candidate_run, candidate_samples, options)

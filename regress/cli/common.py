@@ -35,10 +35,32 @@ from regress.run.cache import default_cache_dir
 from regress.run.engine import Shard
 from regress.run.generation import REASONING_CAPS, GenerationSettings, parse_gen_kwargs
 from regress.run.runner import Outcome, RunPlan, execute
-from regress.run.suite import Suite, TaskEntry, inline_suite, load_suite
+from regress.run.suite import Suite, TaskEntry, inline_suite, load_suite, parse_limit
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
+
+
+class _Limit(click.ParamType):
+    """lm-eval's --limit: a number of documents per task, or a fraction of them (0.1)."""
+
+    name = "N|FRACTION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int | float):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number of documents nor a fraction", param, ctx)
+        try:
+            return parse_limit(int(number) if number.is_integer() else number, "--limit")
+        except BadInput as exc:
+            self.fail(str(exc).removeprefix("--limit: "), param, ctx)
+
+
+LIMIT = _Limit()
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 stderr = Console(stderr=True)
@@ -203,7 +225,8 @@ def task_options(func: F) -> F:
         type=click.Path(path_type=Path),
         multiple=True,
         help='A golden set (JSONL of must-pass prompts; README "Your own tasks"), run as '
-        "task golden_<file stem>. Repeatable.",
+        "task golden_<file stem> (a stem that starts with `golden` is the name as it is: "
+        "golden.jsonl is task golden). Repeatable.",
     )(func)
     return click.option(
         "--include-path",
@@ -231,7 +254,7 @@ def chosen_suite(
     tasks: str | None,
     suite: Path | None,
     num_fewshot: int | None,
-    limit: int | None,
+    limit: int | float | None,
     golden: Sequence[Path],
 ) -> Suite:
     """The suite --tasks or --suite describe, with every --golden set appended (run whole)."""

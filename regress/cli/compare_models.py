@@ -11,6 +11,7 @@ from regress.bench.choose import Choice, Constraints, choose, parse_bytes
 from regress.bench.prompts import BUILTIN_PROMPTS
 from regress.cli.bench import require_extra
 from regress.cli.common import (
+    LIMIT,
     cache_folder,
     data_options,
     data_source,
@@ -75,7 +76,12 @@ def _table(choice: Choice) -> Table:
     default=None,
     help="Evaluate accuracy on these tasks for models without a stored run.",
 )
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
+@click.option(
+    "--limit",
+    type=LIMIT,
+    default=None,
+    help="First N documents per task, or a fraction of them (0.1), as lm-eval's --limit.",
+)
 @click.option("--max-memory", default=None, help="Largest peak RSS allowed (1GB, 512MiB).")
 @click.option("--min-tps", type=float, default=None, help="Slowest generation allowed, tok/s.")
 @click.option("--max-ttft", type=float, default=None, help="Slowest median TTFT allowed, ms.")
@@ -94,7 +100,7 @@ def compare_models(
     model_lists: tuple[str, ...],
     inputs: tuple[Path, ...],
     tasks: str | None,
-    limit: int | None,
+    limit: int | float | None,
     max_memory: str | None,
     min_tps: float | None,
     max_ttft: float | None,

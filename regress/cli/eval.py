@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from regress.cli.common import (
+    LIMIT,
     cache_folder,
     chosen_suite,
     command_line,
@@ -38,7 +39,12 @@ from regress.run.runner import RunPlan, suite_specs
 @click.option("--tasks", "-t", help="Comma-separated tasks or groups (mmlu, arc_easy, builtin).")
 @click.option("--suite", type=click.Path(path_type=Path), help="A suite YAML instead of --tasks.")
 @click.option("--num-fewshot", "-k", type=click.IntRange(0), default=None, help="Shots per prompt.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="First N documents per task.")
+@click.option(
+    "--limit",
+    type=LIMIT,
+    default=None,
+    help="First N documents per task, or a fraction of them (0.1), as lm-eval's --limit.",
+)
 @click.option("--output-path", "-o", type=click.Path(path_type=Path), help="Folder for results.")
 @click.option("--log-samples", is_flag=True, help="Also write samples_<task>_<date>.jsonl.")
 @click.option(
@@ -59,7 +65,7 @@ def eval_command(
     tasks: str | None,
     suite: Path | None,
     num_fewshot: int | None,
-    limit: int | None,
+    limit: int | float | None,
     output_path: Path | None,
     log_samples: bool,
     prices: Path | None,

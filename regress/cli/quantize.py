@@ -19,8 +19,9 @@ from regress.sweep.quantize import quantize_file
 @click.option(
     "--output", "-o", type=click.Path(path_type=Path), required=True, help="Output .gguf."
 )
+@click.option("--verbose", "-v", is_flag=True, help="Show llama.cpp's log of every tensor.")
 @handles_errors
-def quantize(src: str, qtype: str, output: Path) -> None:
+def quantize(src: str, qtype: str, output: Path, verbose: bool) -> None:
     """Quantize SRC (a .gguf path or packaged model name) to another type.
 
     Requantizing an already quantized file is allowed, so a packaged Q4_1 model can be turned
@@ -29,5 +30,5 @@ def quantize(src: str, qtype: str, output: Path) -> None:
     \b
     Example: regress quantize smollm2-135m --type Q2_K -o /tmp/smollm2-q2k.gguf
     """
-    out = quantize_file(resolve_model_path(src), qtype, output)
+    out = quantize_file(resolve_model_path(src), qtype, output, verbose=verbose)
     click.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB, {qtype.upper()})")

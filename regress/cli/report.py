@@ -23,21 +23,21 @@ def report(inputs: tuple[Path, ...], output: Path, title: str) -> None:
     (`regress sweep -o DIR`: their table and three trade-off charts).
 
     \b
-    Charts: accuracy by task with intervals, the gate's units, answers flipped by the
-    baseline's margin (first run against the others), latency distributions, accuracy vs
-    latency and vs memory, resource use over time, a radar across models, history.
+    The gate reports' verdicts head the page. Charts: accuracy by task with intervals, the
+    gate's units (in points), answers flipped by the baseline's margin (first run against
+    the others), latency distributions, accuracy vs latency and vs memory, resource use over
+    time, a radar across models, history. A chart the inputs cannot draw is left out, with
+    a line saying which input would add it.
 
     \b
     Example:
       regress report baselines/main runs/candidate bench.json gate.json -o report.html
     """
     require_extra("plotly")
-    from regress.report.charts import CHARTS
-    from regress.report.html import render_html
+    from regress.report.html import render_page
     from regress.report.sources import load_inputs
-    from regress.report.sweep_charts import SWEEP_CHARTS
 
-    loaded = load_inputs(list(inputs))
-    write_report(output, render_html(loaded, title))
-    n_charts = len(CHARTS) + len(SWEEP_CHARTS) * len(loaded.sweeps)
-    stderr.print(f"wrote {output} ({n_charts} charts)")
+    page = render_page(load_inputs(list(inputs)), title)
+    write_report(output, page.text)
+    left_out = f"; {len(page.left_out)} left out for want of data" if page.left_out else ""
+    stderr.print(f"wrote {output} ({len(page.drawn)} charts{left_out})")

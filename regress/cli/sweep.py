@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from regress.cli.bench import require_extra
-from regress.cli.common import chosen_suite, data_options, data_source, handles_errors, stderr
+from regress.cli.common import (
+    LIMIT,
+    chosen_suite,
+    data_options,
+    data_source,
+    handles_errors,
+    stderr,
+)
 from regress.core.errors import BadInput
 
 
@@ -24,13 +31,41 @@ from regress.core.errors import BadInput
 )
 @click.option("--tasks", "-t", default=None, help="Accuracy tasks (default arc_easy).")
 @click.option("--suite", type=click.Path(path_type=Path), default=None, help="A suite YAML.")
-@click.option("--limit", type=int, default=None, help="Examples per task (--tasks only).")
+@click.option(
+    "--limit",
+    type=LIMIT,
+    default=None,
+    help="Examples per task, or a fraction of them (0.1) (--tasks only).",
+)
 @click.option("--num-fewshot", "-k", type=int, default=None, help="Shots (--tasks only).")
 @click.option("--ppl-chunks", type=int, default=4, show_default=True, help="WikiText-2 chunks.")
 @click.option("--ppl-ctx", type=int, default=512, show_default=True, help="Tokens per chunk.")
-@click.option("--bench-runs", type=int, default=5, show_default=True, help="pp/tg repetitions.")
-@click.option("-p", "n_prompt", type=int, default=512, show_default=True, help="ppN prompt size.")
-@click.option("-n", "n_gen", type=int, default=128, show_default=True, help="tgN tokens.")
+@click.option(
+    "--runs",
+    "-r",
+    "bench_runs",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Timed repetitions of each speed test (as `regress bench -r`).",
+)
+@click.option(
+    "--n-prompt",
+    "-p",
+    type=click.IntRange(1),
+    default=512,
+    show_default=True,
+    help="Prompt-processing test size in tokens (as `regress bench -p`; one size per sweep).",
+)
+@click.option(
+    "--n-gen",
+    "-n",
+    type=click.IntRange(1),
+    default=128,
+    show_default=True,
+    help="Generation test size in tokens (as `regress bench -n`; one size per sweep).",
+)
+@click.option("--bench-runs", "renamed_runs", type=int, default=None, hidden=True)
 @click.option("--threads", type=int, default=None, help="llama.cpp threads (default: all).")
 @click.option("--stop-after", type=int, default=None, help="Measure at most N new configurations.")
 @click.option(
@@ -50,13 +85,14 @@ def sweep(
     config_file: Path | None,
     tasks: str | None,
     suite: Path | None,
-    limit: int | None,
+    limit: int | float | None,
     num_fewshot: int | None,
     ppl_chunks: int,
     ppl_ctx: int,
     bench_runs: int,
     n_prompt: int,
     n_gen: int,
+    renamed_runs: int | None,
     threads: int | None,
     stop_after: int | None,
     reevaluate: bool,
@@ -74,6 +110,9 @@ def sweep(
           -o sweeps/smollm2
       regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 1GB
     """
+    if renamed_runs is not None:
+        # The same option names as `regress bench` (issue #27).
+        raise BadInput(f"sweep --bench-runs is now --runs (-r {renamed_runs}), as in bench")
     require_extra("psutil")
     from regress.sweep.run import SweepOptions, load_config_space, parse_types, run_sweep
     from regress.sweep.token_kld import DivergenceOptions

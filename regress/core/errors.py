@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+DISTRIBUTION = "regress-gate"
+"""The name pip installs this project by. `regress` on PyPI is another project (bindings to a
+Rust regex library), so the distribution has its own name; the command and the import keep
+`regress`."""
+
+
+def pip_install(extra: str) -> str:
+    """The pip command that installs one of the project's optional extras."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
 
 class ExitCode(IntEnum):
     """Process exit codes of every `regress` command."""

@@ -32,6 +32,7 @@ from regress.backends.models import file_sha256, resolve_model_path
 from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
+from regress.core.requests import GenerateRequest, LoglikelihoodRequest
 from regress.gate.choice_calibration import compare_calibration
 from regress.gate.compare import MISMATCH_REFUSED, compare, hash_difference, judge, pair
 from regress.gate.drift import DriftReport, drift_report
@@ -43,14 +44,16 @@ from regress.gate.results import (
     CacheUse,
     Comparison,
     Fingerprint,
+    Flip,
     HardwareAction,
     HardwareCheck,
     Repeatability,
 )
 from regress.run.engine import Prepared, TaskSpec, identity, prepare
 from regress.run.runner import Outcome, RunPlan, execute, plan_rerun
-from regress.tasks.base import DataSource
+from regress.tasks.base import DataSource, Example
 from regress.tasks.catalog import BUILTIN, TaskCatalog
+from regress.tasks.fewshot import FEWSHOT_DELIMITER
 
 RunProgress = Callable[[str], AbstractContextManager[Callable[[int, int, int], None] | None]]
 """Given a label, a context yielding the engine's progress callback (or None)."""
@@ -96,6 +99,9 @@ class CheckOptions:
     command: str = ""
     tasks: TaskCatalog = BUILTIN
     """Where the baseline's task names are found: built in, task YAML, golden sets."""
+    candidate_name: str | None = None
+    """The candidate's label in the reports (default: its model file's name, or the served
+    model's)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,9 @@ def check(
         hardware = HardwareCheck(
             differences, action, typical=typical(Cause.HARDWARE) if kernels_differ else ""
         )
-        return CheckResult(replace(result, hardware=hardware), candidate)
+        # A stored run comes without its documents: its flips keep their indices.
+        result = replace(result, hardware=hardware, candidate=_labelled(result, candidate, options))
+        return CheckResult(result, candidate)
     plan, warnings = candidate_plan(baseline, candidate, options)
     prepared = prepare(plan.specs, plan.source, plan.shard)
     if not options.allow_mismatch:
@@ -157,12 +165,86 @@ def check(
     ]
     result = replace(
         result,
+        candidate=_labelled(result, outcome.run, options),
+        flips=_with_texts(result.flips, prepared),
         warnings=(*warnings, *more, *rejected, *result.warnings),
         hardware=hardware,
         repeatability=repeat,
         cache=tuple(uses),
     )
     return CheckResult(result, outcome.run, reference)
+
+
+def _candidate_label(run: Run) -> str:
+    """What the reports call a candidate not given a name: its model file's name
+    (`smollm2-q4_0.gguf`), or the served model's name for a server backend."""
+    ref = run.manifest.model.ref
+    if not ref:
+        return run.manifest.name
+    # A served model's name (`org/model`) is not a path.
+    return ref if run.manifest.backend.name == "openai" else Path(ref).name or ref
+
+
+def _labelled(result: Comparison, candidate: Run, options: CheckOptions) -> Fingerprint:
+    return replace(result.candidate, label=options.candidate_name or _candidate_label(candidate))
+
+
+TEXT_CHARS = 500
+"""Longest question or answer text kept in a flip: the JSON report stays small, and the
+Markdown report shows less still."""
+
+
+def _with_texts(flips: tuple[Flip, ...], prepared: Prepared) -> tuple[Flip, ...]:
+    """`flips` with the question and the answers' texts of the examples in `prepared` (the
+    documents this check rendered); a flip whose example is not there keeps its indices."""
+    examples = {(spec.task.name, e.doc_id): e for spec, found in prepared for e in found}
+    return tuple(_texts(f, examples.get((f.task, f.doc_id))) for f in flips)
+
+
+def _texts(flip: Flip, example: Example | None) -> Flip:
+    if example is None:
+        return flip
+    return replace(
+        flip,
+        question=_cut(_question(example)),
+        baseline_answer=_answer(example, flip.baseline_pred),
+        candidate_answer=_answer(example, flip.candidate_pred),
+        target_answer=_answer(example, flip.target),
+    )
+
+
+def _question(example: Example) -> str:
+    """The document's question field when it has one (a BoolQ prompt opens with its passage),
+    else the example's own prompt: the context after the last few-shot delimiter."""
+    question = example.doc.get("question")
+    if isinstance(question, str) and question.strip():
+        return question
+    request = example.requests[0] if example.requests else None
+    context = request.context if isinstance(request, LoglikelihoodRequest | GenerateRequest) else ""
+    return context.rsplit(FEWSHOT_DELIMITER, 1)[-1]
+
+
+def _answer(example: Example, pred: Any) -> str | None:
+    """A choice index as its choice's text; None for anything else (a generation is already
+    its text; a single-request task's 0/1 is no choice)."""
+    requests = example.requests
+    if isinstance(pred, bool) or not isinstance(pred, int) or len(requests) < 2:
+        return None
+    chosen = requests[pred] if 0 <= pred < len(requests) else None
+    if not isinstance(chosen, LoglikelihoodRequest):
+        return None
+    text = chosen.continuation.strip()
+    options = example.doc.get("choices")
+    if isinstance(options, list) and len(options) == len(requests):
+        option = options[pred]
+        # MMLU scores the letter (" B"): its option's text is what a reader needs.
+        if isinstance(option, str) and option.strip() != text:
+            return _cut(f"{text}. {option}")
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…"
 
 
 def _cache_use(run: str, outcome: Outcome) -> CacheUse:

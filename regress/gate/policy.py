@@ -21,7 +21,7 @@ perplexity:
 golden:
   max_relative_drop: 0.05   # golden sets: pass rate may drop by 5% of itself at most
 speed:
-  max_slowdown: 0.10    # latency gate (regress bench --baseline): tolerated relative slowdown
+  max_slowdown: 0.10    # latency gate (regress bench --against): tolerated relative slowdown
 units:
   arc_easy: {max_drop: 0.03, metric: acc, rule: change}
   builtin: {gate: false}

@@ -183,6 +183,13 @@ class Flip:
     regressed: bool
     """True: baseline right, candidate wrong."""
     candidate_status: str
+    question: str | None = None
+    """The example's question (its own prompt, without the shots), when the check had the
+    documents; None otherwise (stored records hold hashes, no benchmark text)."""
+    baseline_answer: str | None = None
+    """The text of the baseline's answer (a choice's text, or the generation), when known."""
+    candidate_answer: str | None = None
+    target_answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -202,13 +209,17 @@ class Fingerprint:
     """The CPU build's compute features (llama.cpp system info, torch CPU capability)."""
     cpu: str = ""
     threads: int | None = None
+    label: str = ""
+    """What the reports call this side: the run's name, or the name `check` gave the candidate
+    (`--name`; default: its model file's name or the served model's)."""
 
     @classmethod
-    def of(cls, manifest: Manifest) -> Fingerprint:
-        """The fingerprint of a run's manifest."""
+    def of(cls, manifest: Manifest, label: str = "") -> Fingerprint:
+        """The fingerprint of a run's manifest, labelled `label` (default: the run's name)."""
         backend = manifest.backend
         return cls(
             run=manifest.name,
+            label=label or manifest.name,
             model=manifest.model.ref,
             sha256=manifest.model.sha256,
             quantization=manifest.model.quantization,

@@ -1,35 +1,133 @@
-"""The HTML report: one self-contained page (plotly's JavaScript inlined, opens offline).
+"""The HTML report: one self-contained page that opens offline.
 
-Each chart's figure JSON sits in its own `<script type="application/json" id="fig-<chart>">`
-block and is drawn by a few lines of script, so the data can be read back from the file.
+A verdict card heads the page (the gate reports' verdicts, or what the page holds when there
+is none), then one line per chart the inputs cannot draw, saying what input would add it,
+then the inputs and the charts drawn. Each chart's figure JSON sits in its own
+`<script type="application/json" id="fig-<chart>">` block, drawn by a few lines of script,
+so the data can be read back from the file. plotly.js is embedded once, gzip-compressed and
+base64-encoded (its minified bundle is most of the page), and unpacked by the browser's
+DecompressionStream.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
+import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.offline import get_plotlyjs
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from regress import __version__
-from regress.report.charts import CHARTS, build_charts
+from regress.report.charts import ADD_GATE, TITLES, build_charts, tidy
 from regress.report.sources import Inputs
 from regress.report.sweep_charts import sweep_charts
 from regress.report.sweep_markdown import sweep_table
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
-section { margin: 2rem 0; } .chart { height: 480px; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222;
+  padding: 0 1rem; }
+section { margin: 2rem 0; } .chart { height: 480px; } .chart.tall { height: 640px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4px 8px; }
+.verdict-card { border: 2px solid #888; border-left-width: 12px; border-radius: 6px;
+  padding: 0.6rem 1.2rem; margin: 1rem 0; background: #f7f7f7; }
+.verdict-card .verdict { font-size: 1.8rem; font-weight: 700; margin: 0.2rem 0; }
+.verdict-card.PASS { border-color: #2e7d32; background: #edf7ee; }
+.verdict-card.REGRESSION { border-color: #c62828; background: #fdecea; }
+.verdict-card.INCONCLUSIVE { border-color: #ef8f00; background: #fff5e0; }
+.verdict-card.ERROR { border-color: #6a1b9a; background: #f5eafa; }
+.left-out li { color: #555; } code { background: #eee; padding: 0 3px; border-radius: 3px; }
+#plotly-error { color: #c62828; font-weight: 700; }
 """
 
-_DRAW = """
-for (const data of document.querySelectorAll('script[type="application/json"]')) {
-  const fig = JSON.parse(data.textContent);
-  Plotly.newPlot(data.id.replace('fig-', 'chart-'), fig.data, fig.layout, {responsive: true});
+_OUTCOMES = {
+    "PASS": "passed",
+    "REGRESSION": "regressed",
+    "INCONCLUSIVE": "inconclusive",
+    "ERROR": "errored",
 }
+DECIDING_SHOWN = 3
+"""Deciding units a verdict card lists; the rest are counted."""
+
+# Unpack plotly.js, then draw every figure; any failure is written on the page, not hidden.
+_DRAW = """
+(async () => {
+  try {
+    const packed = document.getElementById('plotly-js').textContent;
+    const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    const plotly = document.createElement('script');
+    plotly.textContent = await new Response(stream).text();
+    document.head.appendChild(plotly);
+    let drawn = 0;
+    for (const data of document.querySelectorAll('script[type="application/json"]')) {
+      const fig = JSON.parse(data.textContent);
+      await Plotly.newPlot(data.id.replace('fig-', 'chart-'), fig.data, fig.layout,
+        {responsive: true});
+      drawn += 1;
+    }
+    document.body.dataset.drawn = drawn;
+  } catch (error) {
+    const note = document.getElementById('plotly-error');
+    note.textContent = 'The charts could not be drawn (this browser needs DecompressionStream:'
+      + ' Chrome 80, Firefox 113, Safari 16.4 or later): ' + error;
+    note.hidden = false;
+  }
+})();
 """
+
+
+@dataclass(frozen=True)
+class Page:
+    """A rendered report: the HTML, and which charts it drew and left out."""
+
+    text: str
+    drawn: tuple[str, ...]
+    """Ids of the chart blocks on the page (fig-<id>), in page order."""
+    left_out: tuple[str, ...]
+    """Ids of the charts the inputs could not draw."""
+
+
+def render_page(inputs: Inputs, title: str = "regress report") -> Page:
+    """The whole page, with the charts it drew and those it left out."""
+    charts = build_charts(inputs)
+    figures = dict(charts.figures)
+    for i, (sweep, frontier) in enumerate(inputs.sweeps):
+        for chart, figure in sweep_charts(sweep, frontier).items():
+            figures[f"sweep{i}-{chart}"] = tidy(figure)
+    sections = [_figure_section(chart, figures[chart]) for chart in charts.figures]
+    sections += _sweep_sections(inputs, figures)
+    text = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"{_cards(inputs)}{_left_out(charts.missing)}"
+        '<p id="plotly-error" hidden></p>'
+        f"<p>regress {__version__}. Inputs:</p>{_inputs_table(inputs)}{''.join(sections)}"
+        f'<script type="application/gzip" id="plotly-js" '
+        f'data-plotly-js="{get_plotlyjs_version()}">{_packed_plotly()}</script>'
+        f"<script>{_DRAW}</script></body></html>\n"
+    )
+    return Page(text, tuple(figures), tuple(charts.missing))
+
+
+def render_html(inputs: Inputs, title: str = "regress report") -> str:
+    """The whole page as a string."""
+    return render_page(inputs, title).text
+
+
+@cache
+def _packed_plotly() -> str:
+    """plotly.js minified, gzip-compressed and base64-encoded: 4.8 MB becomes 2 MB.
+    mtime=0 keeps the bytes, and so the page, the same from run to run."""
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
 
 
 def _row(*cells: object) -> str:
@@ -60,38 +158,132 @@ def _inputs_table(inputs: Inputs) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def render_html(inputs: Inputs, title: str = "regress report") -> str:
-    """The whole page as a string."""
-    charts = build_charts(inputs)
-    sections = [_figure_section(chart, charts[chart]) for chart in CHARTS]
-    sections += _sweep_sections(inputs)
+def _text(value: str) -> str:
+    """Escaped text with `code` spans, as the hints write commands."""
+    return re.sub(r"`([^`<]+)`", r"<code>\1</code>", html.escape(value))
+
+
+def _cards(inputs: Inputs) -> str:
+    """One verdict card per gate report, or one card saying what the page holds."""
+    if inputs.comparisons:
+        return "".join(_verdict_card(c, i) for i, c in enumerate(inputs.comparisons))
+    held = [
+        _count(len(inputs.accuracy), "accuracy run"),
+        _count(len(inputs.bench), "benchmarked model"),
+        _count(len(inputs.sweeps), "quantization sweep"),
+    ]
+    holds = ", ".join(h for h in held if h)
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
-        f"<script>{get_plotlyjs()}</script></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>regress {__version__}. Inputs:</p>"
-        f"{_inputs_table(inputs)}{''.join(sections)}<script>{_DRAW}</script></body></html>\n"
+        '<div class="verdict-card none" id="verdict">'
+        '<p class="verdict">No gate verdict</p>'
+        f"<p>This page holds {html.escape(holds)}. For a verdict, {_text(ADD_GATE)}.</p></div>"
     )
 
 
-def _figure_section(chart_id: str, figure: object) -> str:
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}" if n else ""
+
+
+def _verdict_card(comp: dict[str, Any], i: int) -> str:
+    """The `i`th gate report's verdict, who was compared, and the units (or rules) that
+    decided it; the first card's id is `verdict`."""
+    verdict = comp["verdict"]
+    units = comp["units"]
+    gated = [u for u in units if u.get("gated", True)]
+    counts = Counter(u["verdict"] for u in gated)
+    tally = ", ".join(f"{n} {_OUTCOMES.get(v, v)}" for v, n in counts.items())
+    cand, base = comp["candidate"], comp["baseline"]
+    suite = f", suite {comp['suite']}" if comp.get("suite") else ""
+    who = (
+        f"Candidate <b>{html.escape(cand['run'])}</b> ({html.escape(cand['model'])} "
+        f"{html.escape(cand['sha256'][:8])}) vs baseline <b>{html.escape(base['run'])}</b> "
+        f"({html.escape(base['model'])} {html.escape(base['sha256'][:8])})"
+        f"{html.escape(suite)}: {html.escape(tally or 'no gated unit')} "
+        f"of {len(gated)} gated unit{'s' if len(gated) != 1 else ''}."
+    )
+    reasons = _deciding(comp, gated) if verdict != "PASS" else []
+    items = "".join(f"<li>{html.escape(r)}</li>" for r in reasons)
+    # The card's colour says the verdict: emoji need a font a headless or minimal system lacks.
+    css = verdict if verdict in _OUTCOMES else "other"
+    card_id = f"verdict-{i + 1}" if i else "verdict"
+    return (
+        f'<div class="verdict-card {css}" id="{card_id}" '
+        f'data-verdict="{html.escape(verdict)}">'
+        f'<p class="verdict">{html.escape(verdict)}</p>'
+        f"<p>{who}</p>{f'<ul>{items}</ul>' if items else ''}</div>"
+    )
+
+
+def _deciding(comp: dict[str, Any], gated: list[dict[str, Any]]) -> list[str]:
+    """What set a verdict other than PASS: golden sets and failure classes that failed, then
+    the units with the verdict (change in points, as the Markdown report; and the reason)."""
+    lines = [
+        f"golden set {g['task']}: {g.get('reason', 'failed')}"
+        for g in comp.get("golden", ())
+        if g.get("failed")
+    ]
+    lines += [
+        f"failure rate of {f['failure']} in {f['unit']} rose"
+        for f in comp.get("failures", ())
+        if f.get("regressed")
+    ]
+    which = [u for u in gated if u["verdict"] == comp["verdict"]]
+    for u in which[:DECIDING_SHOWN]:
+        if u.get("delta") is None:
+            lines.append(f"{u['name']}: {u['reason']}")
+            continue
+        change = (
+            f"{u['delta']:+.2%}"
+            if u.get("kind") == "perplexity"
+            else f"{u['delta'] * 100:+.1f} pts"
+        )
+        lines.append(f"{u['name']} {change}: {u['reason']}")
+    if len(which) > DECIDING_SHOWN:
+        lines.append(f"{len(which) - DECIDING_SHOWN} more unit(s) {comp['verdict']}")
+    return lines
+
+
+def _left_out(missing: dict[str, str]) -> str:
+    """One line per input that would add charts: the charts, then the input."""
+    by_need: dict[str, list[str]] = {}
+    for chart, need in missing.items():
+        by_need.setdefault(need, []).append(TITLES[chart])
+    if not by_need:
+        return ""
+    lines = "".join(
+        f"<li>{html.escape(', '.join(charts))}: {_text(need)}</li>"
+        for need, charts in by_need.items()
+    )
+    return f'<section class="left-out"><h2>Charts not drawn</h2><ul>{lines}</ul></section>'
+
+
+def _figure_section(chart_id: str, figure: go.Figure) -> str:
     # `</script` would end the block early and `<!--` change how it ends: no `<` at all then.
     # It only occurs inside JSON strings, where `\\u003c` is the same character.
     data = pio.to_json(figure, validate=True).replace("<", "\\u003c")
+    # Stacked subplots need more height than one panel, or their labels overlap.
+    tall = " tall" if _rows(figure) > 1 else ""
     return (
-        f'<section><div class="chart" id="chart-{chart_id}"></div>'
+        f'<section><div class="chart{tall}" id="chart-{chart_id}"></div>'
         f'<script type="application/json" id="fig-{chart_id}">{data}</script></section>'
     )
 
 
-def _sweep_sections(inputs: Inputs) -> list[str]:
+def _rows(figure: go.Figure) -> int:
+    """A figure's subplot rows: its y axes' distinct vertical extents."""
+    layout = figure.layout
+    return len({tuple(layout[k].domain or (0, 1)) for k in layout if k.startswith("yaxis")})
+
+
+def _sweep_sections(inputs: Inputs, figures: dict[str, go.Figure]) -> list[str]:
     """Each sweep's table and three charts (ids sweep<i>-<chart>), after the other charts."""
     sections = []
     for i, (sweep, frontier) in enumerate(inputs.sweeps):
         table = html.escape(sweep_table(sweep, frontier))
         sections.append(f"<section><h2>Sweep of {html.escape(sweep.model)}</h2><pre>{table}</pre>")
-        for chart, figure in sweep_charts(sweep, frontier).items():
-            sections.append(_figure_section(f"sweep{i}-{chart}", figure))
+        prefix = f"sweep{i}-"
+        sections += [_figure_section(k, f) for k, f in figures.items() if k.startswith(prefix)]
+        sections.append("</section>")
     return sections
 
 

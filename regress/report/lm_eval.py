@@ -1,7 +1,13 @@
 """lm-evaluation-harness compatible output: `results_<date>.json` and `samples_<task>_<date>.jsonl`.
 
-Field names and shapes follow lm-eval 0.4 so tools that read its output read ours; each
-sample line also carries the regress record fields.
+Field names and shapes follow lm-eval 0.4.13 so tools that read its output read ours. Metric
+keys are lm-eval's `metric,filter`: a task's filter pipelines (its `filter_list`, else
+lm-eval's default `none`) name the filters, so GSM8K's `exact_match` is
+`exact_match,strict-match` and its `exact_match_flexible` is `exact_match,flexible-extract`.
+A samples file holds one line per document and filter, as lm-eval's does: `resps` per request
+holds one response per repeat (a generation's text, or a log-likelihood's `[logprob,
+is_greedy]` as strings), `filtered_resps` per request the filter's answer, and `doc_hash`,
+`prompt_hash` and `target_hash` are lm-eval's hashes.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -27,15 +34,55 @@ from regress.core.requests import (
     RollingResult,
 )
 from regress.run.engine import TaskRun
+from regress.run.generation import GenerationSettings, read_answer
+from regress.tasks.base import Example, Task
+from regress.tasks.filters import DEFAULT, Pipeline, pipelines
+from regress.tasks.gsm8k import Gsm8kTask
+
+_STDERR = "_stderr"
+_MAX_GEN_TOKS = 256
+"""lm-eval's max_gen_toks when a task's generation_kwargs leave it out."""
 
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _metric_keys(metrics: dict[str, float]) -> dict[str, float]:
-    """`acc` -> `acc,none`: lm-eval suffixes every metric with its filter name."""
-    return {f"{k},none": v for k, v in metrics.items()}
+def task_filters(task: Task) -> tuple[Pipeline, ...]:
+    """The task's filter pipelines, lm-eval's `filter_list` (its default `none` without one)."""
+    return pipelines(task.config().get("filter_list"), f"task {task.name}")
+
+
+def _suffix(task: Task, filter_name: str) -> str:
+    """The record-key suffix of a later filter's metrics (yaml_task's rule)."""
+    # The built-in GSM8K names flexible-extract's metric `exact_match_flexible`.
+    if isinstance(task, Gsm8kTask) and filter_name == "flexible-extract":
+        return "_flexible"
+    return "_" + re.sub(r"\W+", "_", filter_name)
+
+
+def lm_eval_metric(task: Task, key: str, filters: Sequence[str] | None = None) -> tuple[str, str]:
+    """regress's metric `key` (`_stderr` included) as lm-eval's (metric, filter).
+
+    The task's scored metrics of a later filter carry its suffix; every other metric (the
+    first filter's, and regress's own such as failure rates) belongs to the first filter.
+    `filters` are the task's filter names when the caller has them.
+    """
+    names = list(filters) if filters is not None else [p.name for p in task_filters(task)]
+    base = key.removesuffix(_STDERR)
+    stderr = _STDERR if key.endswith(_STDERR) else ""
+    if base in task.higher_is_better:
+        for name in names[1:]:
+            suffix = _suffix(task, name)
+            if base.endswith(suffix) and base != suffix:
+                return base.removesuffix(suffix) + stderr, name
+    return key, names[0]
+
+
+def _metric_keys(task: Task, metrics: dict[str, float]) -> dict[str, float]:
+    """`acc` -> `acc,none`, GSM8K's `exact_match` -> `exact_match,strict-match`."""
+    names = [p.name for p in task_filters(task)]
+    return {",".join(lm_eval_metric(task, k, names)): v for k, v in metrics.items()}
 
 
 def group_metrics(runs: Sequence[TaskRun]) -> dict[str, float]:
@@ -58,6 +105,16 @@ def group_metrics(runs: Sequence[TaskRun]) -> dict[str, float]:
     return out
 
 
+def _effective(run: TaskRun) -> int:
+    """The documents scored (lm-eval's effective n-samples)."""
+    return sum(1 for s in run.scored if s is not None)
+
+
+def _entry(name: str, sample_len: int) -> dict[str, Any]:
+    """The fixed keys of a task's (or group's) entry in lm-eval's `results`."""
+    return {"name": name, "alias": name, "sample_len": sample_len}
+
+
 def results_json(
     runs: Sequence[TaskRun], model_config: dict[str, Any], elapsed_s: float
 ) -> dict[str, Any]:
@@ -65,11 +122,17 @@ def results_json(
     results: dict[str, Any] = {}
     groups: dict[str, list[TaskRun]] = {}
     for run in runs:
-        results[run.task.name] = {"alias": run.task.name, **_metric_keys(run.metrics)}
+        results[run.task.name] = {
+            **_entry(run.task.name, _effective(run)),
+            **_metric_keys(run.task, run.metrics),
+        }
         if run.task.group:
             groups.setdefault(run.task.group, []).append(run)
     group_results = {
-        name: {"alias": name, **_metric_keys(group_metrics(members))}
+        name: {
+            **_entry(name, sum(_effective(m) for m in members)),
+            **_metric_keys(members[0].task, group_metrics(members)),
+        }
         for name, members in groups.items()
     }
     return {
@@ -79,13 +142,15 @@ def results_json(
         "configs": {r.task.name: r.task.config() for r in runs},
         "versions": {r.task.name: r.task.version for r in runs},
         "n-shot": {r.task.name: r.info.num_fewshot for r in runs},
-        "higher_is_better": {r.task.name: dict(r.task.higher_is_better) for r in runs},
-        "n-samples": {
+        # lm-eval keys directions by metric alone: every filter's exact_match is one entry.
+        "higher_is_better": {
             r.task.name: {
-                "original": r.info.n,
-                "effective": sum(1 for s in r.scored if s is not None),
+                lm_eval_metric(r.task, k)[0]: v for k, v in r.task.higher_is_better.items()
             }
             for r in runs
+        },
+        "n-samples": {
+            r.task.name: {"original": r.info.n, "effective": _effective(r)} for r in runs
         },
         "config": model_config,
         "date": datetime.now().timestamp(),
@@ -96,50 +161,120 @@ def results_json(
 
 
 def _arguments(request: Request) -> dict[str, Any]:
+    """One request's `gen_args_i`: lm-eval's `Instance.args` as `arg_j` keys."""
     if isinstance(request, LoglikelihoodRequest):
         return {"arg_0": request.context, "arg_1": request.continuation}
     if isinstance(request, RollingLoglikelihoodRequest):
         return {"arg_0": request.text}
-    assert isinstance(request, GenerateRequest)
-    gen = {"until": list(request.until), "max_gen_toks": request.max_tokens}
-    gen |= {"temperature": request.temperature, "top_p": request.top_p}
+    # lm-eval's generation_kwargs as a task states them: its defaults (max_gen_toks) and the
+    # sampling knobs left out where they do not act.
+    gen: dict[str, Any] = {"until": list(request.until), "do_sample": not request.greedy}
+    gen["temperature"] = request.temperature
+    if request.max_tokens != _MAX_GEN_TOKS:
+        gen["max_gen_toks"] = request.max_tokens
+    if not request.greedy:
+        knobs = {"top_p": (request.top_p, 1.0), "top_k": (request.top_k, 0)}
+        knobs["min_p"] = (request.min_p, 0.0)
+        gen |= {name: value for name, (value, off) in knobs.items() if value != off}
     return {"arg_0": request.context, "arg_1": gen}
 
 
-def _resp(result: AnyResult) -> list[Any]:
+def _resp(result: AnyResult) -> Any:
+    """One response as lm-eval logs it: everything a string, a log-likelihood as a pair."""
     if isinstance(result, LoglikelihoodResult):
         return [str(result.logprob), str(result.is_greedy)]
     if isinstance(result, RollingResult):
-        return [str(result.logprob)]
+        return str(result.logprob)
     if isinstance(result, GenerateResult):
-        return [result.text]
+        return result.text
     assert isinstance(result, FailedResult)
-    return [f"{result.status}: {result.message}"]
+    return f"{result.status}: {result.message}"
+
+
+def _target(task: Task, example: Example) -> str:
+    """lm-eval's `target`: str(doc_to_target(doc))."""
+    # lm-eval's gsm8k target is the worked answer; the built-in task keeps the number.
+    if isinstance(task, Gsm8kTask):
+        return str(example.doc["answer"])
+    return "" if example.target is None else str(example.target)
+
+
+def _filtered(
+    example: Example,
+    results: list[AnyResult],
+    filters: Sequence[Pipeline],
+    settings: GenerationSettings,
+    where: str,
+) -> list[tuple[str, list[Any]]]:
+    """Per filter, its `filtered_resps`: each request's answer after the filter.
+
+    A choice example has lm-eval's default filter, take_first. A generation that failed has
+    no answer to filter: each filter keeps the failure as take_first would.
+    """
+    if not all(isinstance(q, GenerateRequest) for q in example.requests):
+        return [(DEFAULT.name, [_resp(r) for r in results])]
+    if not all(isinstance(r, GenerateResult) for r in results):
+        return [(p.name, [_resp(results[0])]) for p in filters]
+    # As the engine scored it: the first sample's generations, thinking split off.
+    first = results[: len(example.requests)]
+    answers = [
+        read_answer(r.text, q.until, settings).answer  # type: ignore[union-attr]
+        for r, q in zip(first, example.requests, strict=True)
+    ]
+    return [(p.name, [str(p.apply(answers, where))]) for p in filters]
 
 
 def sample_lines(run: TaskRun) -> list[str]:
-    """One lm-eval samples line per example, with the regress record merged in."""
-    lines = []
+    """lm-eval samples lines: one per example and filter, filter by filter.
+
+    The regress record stays out: lm-eval's schema (`SampleResult`) takes only float metric
+    values beside its own fields. `--save-run` writes the records.
+    """
+    task = run.task
+    # The manifest keeps generation settings only where they differ from the default.
+    settings = GenerationSettings.from_dict(run.info.generation or {})
+    filters = task_filters(task)
+    # lm-eval writes a filter's lines for every document, then the next filter's.
+    by_filter: dict[str, list[str]] = {}
     for example, results, record in zip(run.examples, run.results, run.records, strict=True):
-        target = "" if example.target is None else str(example.target)
-        resps = [[_resp(r)] for r in results]
-        line: dict[str, Any] = {
-            "doc_id": example.doc_id,
-            "doc": example.doc,
-            "target": target,
-            "arguments": {f"gen_args_{i}": _arguments(q) for i, q in enumerate(example.requests)},
-            "resps": resps,
-            "filtered_resps": [r[0] for r in resps],
-            "filter": "none",
-            "metrics": sorted(record.metrics),
-            "doc_hash": record.doc_hash,
-            "prompt_hash": record.prompt_hash,
+        target = _target(task, example)
+        if all(isinstance(q, GenerateRequest) for q in example.requests):
+            # lm-eval sends a document's generation once and keeps every repeat in its resps.
+            arguments = {"gen_args_0": _arguments(example.requests[0])}
+            resps = [[_resp(r) for r in results]]
+        else:
+            arguments = {f"gen_args_{i}": _arguments(q) for i, q in enumerate(example.requests)}
+            resps = [[_resp(r)] for r in results]
+        rows = _filtered(example, results, filters, settings, f"task {task.name}")
+        metrics: dict[str, dict[str, float]] = {}
+        for key, value in record.metrics.items():
+            # A choice example (a golden set mixes them in) has the one filter `none`.
+            metric, filter_name = lm_eval_metric(task, key, [name for name, _ in rows])
+            metrics.setdefault(filter_name, {})[metric] = value
+        hashes = {
+            # lm-eval's: its doc's indented JSON, the first request's context, str(target).
+            "doc_hash": _sha(json.dumps(example.doc, indent=2, ensure_ascii=False, default=str)),
+            "prompt_hash": _sha(_arguments(example.requests[0])["arg_0"]),
             "target_hash": _sha(target),
-            **record.metrics,
-            "record": json.loads(record.to_json()),
         }
-        lines.append(json.dumps(line, ensure_ascii=False, default=str))
-    return lines
+        for filter_name, filtered in rows:
+            values = metrics.get(filter_name, {})
+            line: dict[str, Any] = {
+                "doc_id": example.doc_id,
+                "doc": example.doc,
+                "target": target,
+                "arguments": arguments,
+                "resps": resps,
+                "filtered_resps": filtered,
+                "filter": filter_name,
+                "metrics": list(values),
+                **hashes,
+                **values,
+            }
+            by_filter.setdefault(filter_name, []).append(
+                json.dumps(line, ensure_ascii=False, default=str)
+            )
+    return [line for lines in by_filter.values() for line in lines]
 
 
 def write_lm_eval(
@@ -175,4 +310,11 @@ def write_lm_eval(
     return written
 
 
-__all__ = ["group_metrics", "results_json", "sample_lines", "write_lm_eval"]
+__all__ = [
+    "group_metrics",
+    "lm_eval_metric",
+    "results_json",
+    "sample_lines",
+    "task_filters",
+    "write_lm_eval",
+]

@@ -1,5 +1,10 @@
 """The Markdown report: a PR comment and $GITHUB_STEP_SUMMARY, verdict on the first line.
 
+The first line says the verdict and, in words, the one reason that decided it; the first
+screen (above the first `<details>` fold, FOLD_LINES for three units) speaks plain words: a
+table per unit, a line per undecided or failing unit, the first flips with their question and
+answers. The statistics and the fingerprints are folded below.
+
 A pure function of a Comparison. When the text would exceed `max_bytes` (GitHub caps a
 comment at 65,536 characters), the flips and then the subjects are cut first, each with a
 "(truncated: N more)" note; only if that is not enough is the tail cut.
@@ -11,9 +16,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from regress.gate.golden_rules import FRAGILE_MARGIN
+from regress.gate.failure_rates import FailureRate
+from regress.gate.golden_rules import FRAGILE_MARGIN, GoldenResult
+from regress.gate.policy import Policy
 from regress.gate.results import (
     Comparison,
+    Fingerprint,
     Flip,
     HardwareAction,
     UnitKind,
@@ -28,6 +36,8 @@ FLIPS_SHOWN = 25
 SUBJECTS_SHOWN = 10
 CELL_CHARS = 40
 """Longest prediction or target shown in a table cell (generated answers can be long)."""
+QUESTION_CHARS = 80
+"""Longest question shown beside a flip."""
 
 ICONS = {
     Verdict.PASS: "✅",
@@ -96,8 +106,8 @@ class _Docs:
 
 def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> str:
     evidence = comparison.policy.pass_requires is PassRequires.EVIDENCE
-    sections = [
-        _headline(comparison),
+    top, shown = _above_the_fold(comparison, min(flips, FLIPS_ABOVE), docs)
+    statistics = [
         _unit_table(comparison.units, UnitKind.ACCURACY, evidence),
         _unit_table(comparison.units, UnitKind.PERPLEXITY, evidence),
         _legend(comparison, docs),
@@ -105,85 +115,360 @@ def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> s
         _notes(comparison),
         _answer_shift(comparison.units),
         _subjects(comparison.units, subjects),
-        _golden(comparison),
         _calibration(comparison),
-        _flips(comparison, flips),
-        _failures(comparison.units),
         _generation_failures(comparison, docs),
-        _models(comparison),
-        _policy(comparison),
+    ]
+    sections = [
+        top,
+        _fold(STATISTICS, statistics),
+        _more_flips(comparison, shown, flips),
+        _golden(comparison),
+        _failures(comparison.units),
+        _fold("Models, runtime and policy", [_models(comparison), _policy(comparison)]),
         _warnings(comparison),
         _reproduce(comparison.command),
     ]
     return "\n\n".join(s for s in sections if s) + f"\n\n{MARKER}\n"
 
 
+FOLD_LINES = 30
+"""Lines a three-unit report shows above its first `<details>`: the part a reviewer reads."""
+FLIPS_ABOVE = 5
+"""Flipped examples shown above the fold; the rest are folded."""
+WARNINGS_ABOVE = 2
+"""Warnings listed above the fold; all of them are in the Warnings section when there are more."""
+STATISTICS = (
+    "Statistics: bounds, p-values, detectable drops (MDE), how the answers moved (KL), "
+    "calibration (ECE, Brier)"
+)
+
+
+def _above_the_fold(comparison: Comparison, flips: int, docs: _Docs) -> tuple[str, int]:
+    """The verdict and its reason, the units in plain words, the first flips: cut to FOLD_LINES
+    by showing fewer flips when a long list of units or warnings needs the room; and how many
+    flips it shows."""
+    while True:
+        parts = [
+            _headline(comparison),
+            _plain_table(comparison.units),
+            _plain_notes(comparison),
+            _top_flips(comparison, flips),
+            _glossary(docs),
+        ]
+        text = "\n\n".join(p for p in parts if p)
+        if flips == 0 or text.count("\n") + 2 <= FOLD_LINES:
+            return text, min(flips, len(comparison.flips))
+        flips -= 1
+
+
+def _fold(summary: str, sections: Sequence[str]) -> str:
+    """Sections behind a `<details>` fold (blank lines around them, so GitHub renders them)."""
+    body = "\n\n".join(s for s in sections if s)
+    if not body:
+        return ""
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
 def _headline(comparison: Comparison) -> str:
+    """The first line (the verdict and, in words, what decided it) and who was compared."""
     gated = [u for u in comparison.units if u.gated]
-    total = f"{len(gated)} unit{'s' if len(gated) != 1 else ''}"
-    verdict = comparison.verdict
-    evidence = comparison.policy.pass_requires is PassRequires.EVIDENCE
-    if verdict is Verdict.PASS:
-        shown = "every drop shown within its threshold" if evidence else "no drop shown beyond"
-        first = f"## regress: {ICONS[verdict]} PASS ({total}: {shown})"
-    else:
-        count = sum(u.verdict is verdict for u in gated)
-        first = f"## regress: {ICONS[verdict]} {verdict} in {count} of {total}"
-        which = [u for u in gated if u.verdict is verdict]
-        if verdict in (Verdict.REGRESSION, Verdict.INCONCLUSIVE) and which:
-            first += ": " + _why(which)
-        golden = ", ".join(g.task for g in comparison.golden if g.failed)
-        if golden and verdict is Verdict.REGRESSION:
-            # A golden set fails by its own rules, whatever its unit's statistics said.
-            units = f" and in {count} of {total}" if count else ""
-            first = f"## regress: {ICONS[verdict]} REGRESSION in golden set {golden}{units}"
-        risen = sorted({f"{f.unit} ({f.failure})" for f in comparison.failures if f.regressed})
-        if risen and verdict is Verdict.REGRESSION and not count:
-            first = f"## regress: {ICONS[verdict]} REGRESSION in failure rates: {', '.join(risen)}"
-    counts = ", ".join(
+    counts = [
         f"{sum(u.verdict is v for u in gated)} {OUTCOMES[v]}"
         for v in Verdict
         if any(u.verdict is v for u in gated)
-    )
+    ]
+    golden = [g.task for g in comparison.golden if g.failed]
+    if golden:
+        counts.insert(0, f"golden set {', '.join(golden)} failed")
     paired = sum(u.n for u in comparison.units)
     summary = (
-        f"Candidate **{comparison.candidate.run}** vs baseline **{comparison.baseline.run}**, "
-        f"suite `{comparison.suite}`: {counts or 'no gated unit'} "
-        f"({paired:,} paired examples). Exit code {int(comparison.exit_code)}."
+        f"**{_name(comparison.candidate)}** vs baseline **{_name(comparison.baseline)}**, suite "
+        f"`{comparison.suite}`: {', '.join(counts) or 'no gated unit'} ({paired:,} paired "
+        f"examples). Exit code {int(comparison.exit_code)}."
     )
-    return f"{first}\n\n{summary}"
+    return f"{_first_line(comparison)}\n\n{summary}"
 
 
-HEADLINE_UNITS = 2
-"""Units the first line explains; the rest are counted."""
+def _first_line(comparison: Comparison) -> str:
+    """The report's first line: the verdict and, in words, the one reason that decided it."""
+    verdict = comparison.verdict
+    head = f"## regress: {ICONS[verdict]} {verdict}"
+    gated = [u for u in comparison.units if u.gated]
+    which = [u for u in gated if u.verdict is verdict]
+    if verdict is Verdict.REGRESSION:
+        golden = [g for g in comparison.golden if g.failed]
+        if golden:
+            # A golden set fails by its own rules, whatever its unit's statistics said.
+            names = ", ".join(g.task for g in golden)
+            return f"{head} in golden set {names}: {_golden_words(golden[0])}"
+        if not which:
+            risen = [f for f in comparison.failures if f.regressed]
+            return f"{head} in failure rates: " + "; ".join(_rate_words(f) for f in risen)
+        which.sort(key=lambda u: -_drop_shown(u))
+        return f"{head}: {_named(which[0], comparison.policy)}" + _others(which)
+    if verdict is Verdict.ERROR:
+        return f"{head}: {_named(which[0], comparison.policy)}" + _others(which) if which else head
+    if verdict is Verdict.INCONCLUSIVE:
+        return f"{head}: {_undecided(which, gated, comparison.policy)}"
+    return f"{head}: {_passed(gated, comparison.policy)}"
 
 
-def _why(units: Sequence[UnitResult]) -> str:
-    """What the first line says of the units that set the verdict: the drop, and what the
-    one-sided bound showed or left open."""
-    parts = [_unit_why(u) for u in units[:HEADLINE_UNITS]]
-    more = len(units) - HEADLINE_UNITS
-    return "; ".join(parts) + (f"; {more} more" if more > 0 else "")
+def _others(units: Sequence[UnitResult]) -> str:
+    """The other units with the same verdict, counted."""
+    rest = len(units) - 1
+    return (
+        f"; {rest} more unit{'s' if rest != 1 else ''} {OUTCOMES[units[0].verdict]}" if rest else ""
+    )
 
 
-def _unit_why(unit: UnitResult) -> str:
-    if unit.delta is None or unit.bounds is None:
-        return f"{unit.name} ({unit.reason})"
-    perplexity = unit.kind is UnitKind.PERPLEXITY
-    change = f"{unit.delta:+.2%}" if perplexity else f"{unit.delta * 100:+.1f} pts"
-    limit = _effect(unit, unit.threshold)
+def _drop_shown(unit: UnitResult) -> float:
+    """How far a regressed unit's drop is shown (its bound, else its estimate), in thresholds:
+    the worst one is named first."""
     bounds = unit.bounds
+    shown = bounds.at_least if bounds is not None else None
+    return _share(unit, _observed_drop(unit) or 0.0 if shown is None else shown)
+
+
+def _observed_drop(unit: UnitResult) -> float | None:
+    """The drop as measured (perplexity: the relative increase); negative for a gain."""
+    if unit.delta is None:
+        return None
+    return unit.delta if unit.kind is UnitKind.PERPLEXITY else -unit.delta
+
+
+def _undecided(units: Sequence[UnitResult], gated: Sequence[UnitResult], policy: Policy) -> str:
+    """Why the gate could not decide, and what would: too few examples first (the most common
+    reason, and one no statistics fixes), else the unit that needs the most examples."""
+    small = [u for u in units if _too_few(u, policy)]
+    if small:
+        sizes = sorted({u.n for u in small})
+        size = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+        where = (
+            "per unit"
+            if len(small) == len(gated) > 1
+            else f"in {small[0].name}"
+            if len(small) == 1
+            else f"in {len(small)} units"
+        )
+        text = f"only {size} examples {where}; {policy.min_examples} needed"
+        planned = max(small, key=lambda u: u.n_needed or 0)
+        if planned.n_needed and planned.plan_drop:
+            text += (
+                f"; about {_about(planned.n_needed)} would detect a "
+                f"{_sized(planned, planned.plan_drop)} {_noun(planned)}"
+            )
+        worst = max(small, key=lambda u: _observed_drop(u) or 0.0)
+        if (_observed_drop(worst) or 0.0) > worst.threshold:
+            text += f". Largest change: {worst.name} {_change_words(worst)}{_flipped(worst)}"
+        return text
+    if not units:
+        return "no gated unit decided"
+    unit = max(units, key=lambda u: max(u.n_needed or 0, u.n_to_pass or 0))
+    return _named(unit, policy) + _others(units)
+
+
+def _passed(gated: Sequence[UnitResult], policy: Policy) -> str:
+    """A PASS in words: the unit closest to its limit, and how close."""
+    bounded = [u for u in gated if u.bounds is not None and u.delta is not None]
+    if not bounded:
+        return "no gated unit"
+    if policy.pass_requires is PassRequires.EVIDENCE:
+        unit = max(bounded, key=lambda u: _share(u, u.bounds.at_most if u.bounds else 0.0))
+        lead = "every unit within its limit; closest: "
+    else:
+        unit = max(bounded, key=lambda u: _share(u, _observed_drop(u) or 0.0))
+        lead = "no drop shown beyond a limit; largest change: "
+    return (lead if len(gated) > 1 else "") + _named(unit, policy)
+
+
+def _share(unit: UnitResult, drop: float) -> float:
+    """A drop in multiples of the unit's threshold, so units of different limits compare."""
+    return drop / unit.threshold if unit.threshold > 0 else drop
+
+
+def _too_few(unit: UnitResult, policy: Policy) -> bool:
+    return 0 < unit.n < policy.min_examples and unit.kind is not UnitKind.PERPLEXITY
+
+
+def _about(n: int) -> str:
+    """A planned n as a reader needs it: two significant digits (3,812 -> 3,800)."""
+    if n < 100:
+        return f"{n:,}"
+    step = 10 ** (len(str(n)) - 2)
+    return f"{round(n / step) * step:,}"
+
+
+def _named(unit: UnitResult, policy: Policy, bold: bool = False) -> str:
+    """The unit's name followed by its verdict in words."""
+    name = f"**{unit.name}**" if bold else unit.name
+    text = _plain(unit, policy)
+    return f"{name}{text}" if text.startswith(":") else f"{name} {text}"
+
+
+def _plain(unit: UnitResult, policy: Policy) -> str:
+    """One unit's verdict in words: what changed, what its bound showed or left open, and for
+    an undecided unit what would decide it."""
+    if unit.verdict is Verdict.ERROR or unit.delta is None or unit.bounds is None:
+        return f": {unit.reason}"
+    change, bounds = _change_words(unit), unit.bounds
+    limit = f"the {_sized(unit, unit.threshold)} limit"
+    noun = _noun(unit)
+    if _too_few(unit, policy) and unit.verdict is Verdict.INCONCLUSIVE:
+        text = (
+            f"{change}{_flipped(unit)}, from only {unit.n} examples ({policy.min_examples} needed)"
+        )
+        if unit.n_needed and unit.plan_drop:
+            text += (
+                f"; about {_about(unit.n_needed)} would detect a {_sized(unit, unit.plan_drop)} "
+                f"{noun}"
+            )
+        return text
     if unit.verdict is Verdict.REGRESSION:
         if bounds.at_least is None:
-            return f"{unit.name} {change}, beyond {limit}"
-        return f"{unit.name} {change}, a {_noun(unit)} of at least {_effect(unit, bounds.at_least)}"
-    if unit.n_to_pass:
-        tail = f"; about {unit.n_to_pass:,} examples would show it within {limit}"
-    elif unit.n < 1:
-        tail = ""
-    else:
-        tail = f", not shown within {limit}"
-    return f"{unit.name} {change}, may be up to {_effect(unit, bounds.at_most)}{tail}"
+            return f"{change}{_flipped(unit)}, beyond {limit}, and more than chance explains"
+        return (
+            f"{change}{_flipped(unit)}; the {noun} is at least "
+            f"{_effect(unit, bounds.at_least)}, beyond {limit}"
+        )
+    if unit.verdict is Verdict.PASS:
+        if policy.pass_requires is PassRequires.EVIDENCE:
+            return (
+                f"{change}; the {noun} is at most {_effect(unit, bounds.at_most)}, within {limit}"
+            )
+        caught = (
+            ""
+            if unit.mde is None
+            else f"; only {noun}s of {_effect(unit, unit.mde)} or more would be caught"
+        )
+        return f"{change}; no {noun} shown beyond {limit}{caught}"
+    text = f"{change}{_flipped(unit)}; the {noun} may be up to {_effect(unit, bounds.at_most)}"
+    text += f", more than {limit}"
+    if (_observed_drop(unit) or 0.0) > unit.threshold and unit.n_needed and unit.plan_drop:
+        planned = _sized(unit, unit.plan_drop)
+        text += f"; about {_about(unit.n_needed)} examples would detect a {planned} {noun}"
+    elif unit.n_to_pass:
+        text += f"; about {_about(unit.n_to_pass)} examples would show an unchanged model within it"
+    return text
+
+
+def _change_words(unit: UnitResult) -> str:
+    """The observed change as a verb: `dropped 12.5 pts`, `rose +0.91%`."""
+    delta = unit.delta or 0.0
+    if unit.kind is UnitKind.PERPLEXITY:
+        return (
+            f"{unit.metric} {'rose' if delta > 0 else 'fell'} {abs(delta):.2%}"
+            if delta
+            else f"{unit.metric} unchanged"
+        )
+    if not delta:
+        return "unchanged"
+    return f"{'dropped' if delta < 0 else 'rose'} {abs(delta) * 100:.1f} pts"
+
+
+def _flipped(unit: UnitResult) -> str:
+    """How many examples broke and were fixed (score units: scored lower and higher)."""
+    if unit.b is None or unit.c is None or unit.kind is UnitKind.PERPLEXITY:
+        return ""
+    if unit.kind is UnitKind.SCORE:
+        return f" ({unit.b} scored lower, {unit.c} higher)"
+    return f" ({unit.b} broke, {unit.c} fixed)"
+
+
+def _golden_words(golden: GoldenResult) -> str:
+    """Why a golden set failed, in words."""
+    if golden.regressed:
+        names = [i.name for i in golden.regressed]
+        shown = ", ".join(names[:HEADLINE_ITEMS])
+        more = f" and {len(names) - HEADLINE_ITEMS} more" if len(names) > HEADLINE_ITEMS else ""
+        return f"must-pass item{'s' if len(names) > 1 else ''} {shown}{more} regressed"
+    return (
+        f"its pass rate fell {golden.relative_drop:.1%} of the baseline's "
+        f"({golden.baseline_rate:.1%} to {golden.candidate_rate:.1%}), beyond "
+        f"{golden.max_relative_drop:.0%}"
+    )
+
+
+HEADLINE_ITEMS = 3
+"""Must-pass items the first line names; the rest are counted."""
+
+
+def _rate_words(rate: FailureRate) -> str:
+    limit = "" if rate.threshold is None else f", beyond the {rate.threshold * 100:.1f}-pt limit"
+    return f"{rate.unit} ({rate.failure}) rose {rate.increase * 100:.1f} pts{limit}"
+
+
+def _name(side: Fingerprint) -> str:
+    return side.label or side.run
+
+
+def _plain_table(units: Sequence[UnitResult]) -> str:
+    """Every unit without statistics: examples, both sides, the change, what flipped."""
+    if not units:
+        return ""
+    body = [
+        [
+            u.name if u.kind is not UnitKind.PERPLEXITY else f"{u.name} ({u.metric})",
+            f"{u.n:,}" if u.proxy is None else f"{u.n:,} of {u.proxy.population:,}",
+            *(
+                (_number(u.baseline), _number(u.candidate), _relative_change(u))
+                if u.kind is UnitKind.PERPLEXITY
+                else (_percent(u.baseline), _percent(u.candidate), _points(u))
+            ),
+            "–" if u.b is None or u.c is None else f"{u.b} / {u.c}",
+            _verdict(u),
+        ]
+        for u in units
+    ]
+    header = ["unit", "examples", "baseline", "candidate", "change", "broke / fixed", "verdict"]
+    return _table(header, body, ["---", *["---:"] * 5, "---"])
+
+
+def _points(unit: UnitResult) -> str:
+    return "–" if unit.delta is None else f"{unit.delta * 100:+.1f} pts"
+
+
+def _relative_change(unit: UnitResult) -> str:
+    return "–" if unit.delta is None else f"{unit.delta:+.2%}"
+
+
+def _plain_notes(comparison: Comparison) -> str:
+    """One line in words per unit that did not simply pass, per failed golden set and risen
+    failure class, and the first warnings."""
+    lines = [
+        f"- {ICONS[u.verdict]} {_named(u, comparison.policy, bold=True)}"
+        + ("" if u.gated else " (not gated)")
+        for u in comparison.units
+        if u.verdict is not Verdict.PASS or _beyond(u)
+    ]
+    lines += [
+        f"- ❌ **golden set {g.task}**: {_golden_words(g)}" for g in comparison.golden if g.failed
+    ]
+    lines += [
+        f"- ❌ **failure rate**: {_rate_words(f)}" for f in comparison.failures if f.regressed
+    ]
+    warnings = comparison.warnings
+    lines += [f"- ⚠️ {w}" for w in warnings[:WARNINGS_ABOVE]]
+    if len(warnings) > WARNINGS_ABOVE:
+        lines.append(f"- ⚠️ {len(warnings) - WARNINGS_ABOVE} more warnings: see Warnings below")
+    return "\n".join(lines)
+
+
+GLOSSARY_ANCHOR = "glossary"
+
+
+def _glossary(docs: _Docs) -> str:
+    return (
+        "_Broke / fixed: examples the baseline got right and the candidate wrong, and the "
+        "reverse. pts: accuracy points. Limit: the policy's max_drop. Every term: "
+        f"{docs.cite('gate.md', GLOSSARY_ANCHOR, 'Glossary')}._"
+    )
+
+
+def _sized(unit: UnitResult, value: float) -> str:
+    """An amount as an adjective: `a 2.0-pt limit`, `a +2.00% limit`."""
+    if unit.kind is UnitKind.PERPLEXITY:
+        return f"+{value:.2%}"
+    return f"{value * 100:.1f}-pt"
 
 
 def _noun(unit: UnitResult) -> str:
@@ -415,31 +700,49 @@ def _subjects(units: Sequence[UnitResult], limit: int) -> str:
     return "### Most-regressed subjects\n\n" + table + _more(len(worst) - len(body))
 
 
-def _flips(comparison: Comparison, limit: int) -> str:
-    if not comparison.n_flips:
-        return ""
-    shown: Sequence[Flip] = comparison.flips[:limit]
+def _top_flips(comparison: Comparison, limit: int) -> str:
+    """The first flipped examples (regressions first), above the fold."""
+    shown = comparison.flips[:limit]
     if not shown:
-        return f"### Flips ({comparison.n_flips:,})" + _more(comparison.n_flips)
+        return ""
+    return f"### Answers that changed (first {len(shown)} of {comparison.n_flips:,})\n\n" + (
+        _flip_table(shown)
+    )
+
+
+def _more_flips(comparison: Comparison, start: int, limit: int) -> str:
+    """The flips after the `start` shown above the fold, up to `limit` in all, folded."""
+    rest: Sequence[Flip] = comparison.flips[start:limit] if limit > start else ()
+    hidden = comparison.n_flips - start - len(rest)
+    if rest:
+        return _fold(f"{len(rest)} more answers that changed", [_flip_table(rest) + _more(hidden)])
+    return f"_(truncated: {hidden:,} more answers that changed)_" if hidden > 0 else ""
+
+
+def _flip_table(flips: Sequence[Flip]) -> str:
+    """Flips with their question and both answers' texts when the check had the documents,
+    else the recorded predictions (choice indices)."""
+    questions = any(f.question is not None for f in flips)
     body = [
         [
-            f.task,
+            _cell(f.task),
             str(f.doc_id),
-            _cell(f.baseline_pred),
-            _cell(f.candidate_pred)
-            + ("" if f.candidate_status == "ok" else f" ({f.candidate_status})"),
-            _cell(f.target),
-            "❌ regressed" if f.regressed else "✅ fixed",
+            *([_cell(f.question, QUESTION_CHARS)] if questions else []),
+            _answer(f.baseline_answer, f.baseline_pred),
+            _answer(f.candidate_answer, f.candidate_pred)
+            + ("" if f.candidate_status == "ok" else f" ({_cell(f.candidate_status)})"),
+            _answer(f.target_answer, f.target),
+            "❌ broke" if f.regressed else "✅ fixed",
         ]
-        for f in shown
+        for f in flips
     ]
-    title = f"### Flips (first {len(shown)} of {comparison.n_flips:,})"
-    table = _table(
-        ["task", "doc", "baseline", "candidate", "target", ""],
-        body,
-        ["---", "---:", "---", "---", "---", "---"],
-    )
-    return f"{title}\n\n{table}" + _more(comparison.n_flips - len(shown))
+    header = ["task", "doc", *(["question"] if questions else []), "baseline", "candidate"]
+    align = ["---", "---:", *(["---"] if questions else []), "---", "---", "---", "---"]
+    return _table([*header, "expected", ""], body, align)
+
+
+def _answer(text: str | None, pred: Any) -> str:
+    return _cell(pred if text is None else text)
 
 
 def _golden(comparison: Comparison) -> str:
@@ -609,7 +912,7 @@ def _models(comparison: Comparison) -> str:
         named.append(("candidate", comparison.candidate))
     sides = [side for _, side in named]
     rows = [
-        ["run", *(s.run for s in sides)],
+        ["run", *(_cell(_name(s)) for s in sides)],
         ["model", *(f"`{s.model}`" for s in sides)],
         ["sha256", *(f"`{s.sha256[:12]}`" for s in sides)],
         ["quantization", *(s.quantization or "–" for s in sides)],
@@ -687,7 +990,8 @@ def _policy(comparison: Comparison) -> str:
 
 
 def _warnings(comparison: Comparison) -> str:
-    if not comparison.warnings:
+    """Every warning, when more than the ones above the fold."""
+    if len(comparison.warnings) <= WARNINGS_ABOVE:
         return ""
     return "### Warnings\n\n" + "\n".join(f"- {w}" for w in comparison.warnings)
 
@@ -711,21 +1015,24 @@ def _more(hidden: int) -> str:
     return f"\n\n_(truncated: {hidden:,} more)_" if hidden > 0 else ""
 
 
-_CELL_ESCAPES = {"\\": "\\\\", "|": "\\|", "<": "&lt;"}
-"""Escapes that keep a quoted answer text: a backslash or pipe cannot end its cell (`\\|` would
-close it), a `<` cannot open an HTML tag."""
+_CELL_ESCAPES = {"\\": "\\\\", "|": "\\|", "<": "&lt;", "[": "\\["}
+"""Escapes that keep a quoted text: a backslash or pipe cannot end its cell (`\\|` would close
+it), a `<` cannot open an HTML tag, a `[` cannot open an image or link (a cut one, `![x](http…`,
+would let the sanitizer's image pattern run on to a `)` in a later cell and eat the cells
+between)."""
 
 
-def _cell(value: Any) -> str:
-    """A prediction or target as a safe one-line table cell of at most CELL_CHARS characters.
+def _cell(value: Any, chars: int = CELL_CHARS) -> str:
+    """A text (prediction, target, question) as a safe one-line table cell of at most `chars`
+    characters; an empty answer shows as `(empty)`, a missing one as `–`.
 
     Whitespace (newlines too) folds to single spaces. Each character is escaped before the cut,
     and the cut falls between escapes: it never leaves half an escape (`&l…`) or an open tag.
     """
-    text = "–" if value is None else " ".join(str(value).split())
+    text = "–" if value is None else " ".join(str(value).split()) or "(empty)"
     escaped = [_CELL_ESCAPES.get(char, char) for char in text]
-    if len(escaped) > CELL_CHARS:
-        escaped = [*escaped[: CELL_CHARS - 1], "…"]
+    if len(escaped) > chars:
+        escaped = [*escaped[: chars - 1], "…"]
     return "".join(escaped)
 
 

@@ -115,7 +115,35 @@ def _comparison(data: dict[str, Any], path: Path) -> dict[str, Any]:
         )
         if u.get("delta") is not None and ci:
             _check(_is_number(u.get("threshold")), path, "a unit's threshold is not a number")
+        _check(isinstance(u.get("gated", True), bool), path, "a unit's gated is not true or false")
+        _check(isinstance(u.get("kind", ""), str), path, "a unit's kind is not text")
+    _check(isinstance(data.get("suite", ""), str), path, "suite is not text")
+    _entries(data, path, "golden", ("task",), "failed", optional=("reason",))
+    _entries(data, path, "failures", ("unit", "failure"), "regressed")
     return data
+
+
+def _entries(
+    data: dict[str, Any],
+    path: Path,
+    key: str,
+    texts: tuple[str, ...],
+    flag: str,
+    optional: tuple[str, ...] = (),
+) -> None:
+    """A gate report's optional list of golden sets or failure classes, as the verdict card
+    reads it: objects with these text fields and a true/false `flag`."""
+    entries = data.get(key, [])
+    ok = isinstance(entries, list) and all(isinstance(e, dict) for e in entries)
+    _check(ok, path, f"{key} is not a list of objects")
+    for entry in entries:
+        for name in texts:
+            _check(isinstance(entry.get(name), str), path, f"a {key} entry's {name} is not text")
+        for name in optional:
+            _check(
+                isinstance(entry.get(name, ""), str), path, f"a {key} entry's {name} is not text"
+            )
+        _check(isinstance(entry.get(flag), bool), path, f"a {key} entry's {flag} is not a bool")
 
 
 def _check(ok: bool, path: Path, what: str, kind: str = "gate JSON report") -> None:

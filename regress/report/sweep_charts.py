@@ -112,6 +112,7 @@ def _chart(sweep: SweepResults, frontier: Frontier, title: str, x: Axis, y: Axis
             mode="markers+text",
             text=[r.name for r in results],
             textposition="top center",
+            cliponaxis=False,  # a configuration at the edge keeps its whole name
             marker={
                 "size": [14 if f else 8 for f in front],
                 "color": ["#d62728" if f else "#1f77b4" for f in front],

@@ -6,6 +6,7 @@ order them across tasks (shared prefixes, length batches); results are regrouped
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,8 +41,9 @@ class TaskSpec:
     task: Task
     num_fewshot: int | None = None
     """None: the task's default."""
-    limit: int | None = None
-    """First n documents."""
+    limit: int | float | None = None
+    """First n documents, or a fraction of them (0 < x < 1: the first ceil(x * n), as lm-eval
+    counts; the run records the whole number it came to)."""
     doc_ids: tuple[int, ...] | None = None
     """An explicit subset (a suite's `docs:`), applied after `limit`."""
     generation: GenerationSettings = field(default_factory=GenerationSettings)
@@ -92,7 +94,12 @@ def prepare(specs: Sequence[TaskSpec], source: DataSource, shard: Shard | None =
     """
     prepared = []
     for spec in specs:
-        examples = spec.task.examples(source, spec.num_fewshot, spec.limit)
+        if isinstance(spec.limit, float):
+            examples = spec.task.examples(source, spec.num_fewshot)
+            spec = replace(spec, limit=math.ceil(len(examples) * spec.limit))
+            examples = examples[: spec.limit]
+        else:
+            examples = spec.task.examples(source, spec.num_fewshot, spec.limit)
         if spec.doc_ids is not None:
             wanted = set(spec.doc_ids)
             examples = [e for e in examples if e.doc_id in wanted]

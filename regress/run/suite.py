@@ -39,7 +39,8 @@ class TaskEntry:
 
     task: str
     num_fewshot: int | None = None
-    limit: int | None = None
+    limit: int | float | None = None
+    """First n documents (an int), or a fraction of them (0 < x < 1), as lm-eval's --limit."""
     docs: tuple[int, ...] | None = None
     generation: GenerationSettings = field(default_factory=GenerationSettings)
     """`gen_kwargs:` and `repeats:` for a generate_until task."""
@@ -76,6 +77,20 @@ def _int(value: Any, where: str, minimum: int = 0) -> int:
     return value
 
 
+def parse_limit(value: Any, where: str) -> int | float:
+    """A limit: a whole number of documents >= 1, or lm-eval's fraction of them (0 < x < 1)."""
+    if isinstance(value, float) and 0 < value < 1:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise BadInput(
+            f"{where}: expected a number of documents >= 1 or a fraction between 0 and 1, "
+            f"got {_show(value)}"
+        )
+    return value
+
+
 def _str(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise BadInput(f"{where}: expected a name, got {_show(value)}")
@@ -93,7 +108,10 @@ def _generation(item: dict[str, Any], where: str) -> GenerationSettings:
 
 
 def inline_suite(
-    tasks: str, num_fewshot: int | None = None, limit: int | None = None, name: str = "inline"
+    tasks: str,
+    num_fewshot: int | None = None,
+    limit: int | float | None = None,
+    name: str = "inline",
 ) -> Suite:
     """A suite from `--tasks a,b --num-fewshot k --limit n`."""
     names = [t.strip() for t in tasks.split(",") if t.strip()]
@@ -145,7 +163,7 @@ def load_suite(path: Path) -> Suite:
             TaskEntry(
                 task=name,
                 num_fewshot=None if shots is None else _int(shots, f"{where}.num_fewshot"),
-                limit=None if limit is None else _int(limit, f"{where}.limit", 1),
+                limit=None if limit is None else parse_limit(limit, f"{where}.limit"),
                 docs=None if docs is None else tuple(_int(d, f"{where}.docs") for d in docs),
                 generation=_generation(item, where),
             )

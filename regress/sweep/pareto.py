@@ -19,7 +19,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from regress.core.errors import BadInput
+from regress.core.errors import BadInput, pip_install
 
 
 class Direction(StrEnum):
@@ -89,7 +89,7 @@ def hypervolume(
         import moocore
     except ImportError as exc:
         raise BadInput(
-            "hypervolume needs moocore: pip install 'regress[bench]' (or pip install moocore)"
+            f"hypervolume needs moocore: {pip_install('bench')} (or pip install moocore)"
         ) from exc
     p = _as_minimised(points, directions)
     ref = _as_minimised(np.array([reference]), directions)[0]

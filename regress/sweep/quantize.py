@@ -8,6 +8,7 @@ the types of the output and token-embedding tensors.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import struct
 import tempfile
@@ -75,9 +76,12 @@ def check_settings(settings: QuantSettings) -> None:
             raise BadInput(f"unknown {key} {value!r}; known: {', '.join(sorted(ttypes))}")
 
 
-def quantize_file(src: Path, settings: QuantSettings | str, out: Path, threads: int = 0) -> Path:
+def quantize_file(
+    src: Path, settings: QuantSettings | str, out: Path, threads: int = 0, verbose: bool = False
+) -> Path:
     """Quantize (or requantize) `src` as `settings` say (a type name alone is enough),
-    written atomically to `out`."""
+    written atomically to `out`; llama.cpp's log of every tensor (about 350 lines) only when
+    `verbose`, its errors always."""
     import llama_cpp
 
     if isinstance(settings, str):
@@ -97,6 +101,10 @@ def quantize_file(src: Path, settings: QuantSettings | str, out: Path, threads: 
     _remove_orphans(out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.{os.getpid()}.", dir=out.parent)
     os.close(fd)
+    # llama-cpp-python prints llama.cpp's log through this standard logger's level.
+    log = logging.getLogger("llama-cpp-python")
+    level = log.level
+    log.setLevel(logging.DEBUG if verbose else logging.ERROR)
     try:
         status = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), params)
         if status != 0:
@@ -109,6 +117,7 @@ def quantize_file(src: Path, settings: QuantSettings | str, out: Path, threads: 
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the model from a CI cache
         os.replace(tmp, out)
     finally:
+        log.setLevel(level)
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out

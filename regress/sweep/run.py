@@ -98,7 +98,7 @@ class SweepOptions:
         if len(set(names)) != len(names):
             raise BadInput(f"sweep: configuration given twice ({', '.join(names)})")
         if self.bench_runs < 2:
-            raise BadInput("sweep: --bench-runs must be >= 2 (speed intervals need two)")
+            raise BadInput("sweep: --runs must be >= 2 (speed intervals need two)")
         if self.stop_after is not None and self.stop_after < 1:
             raise BadInput("sweep: --stop-after must be >= 1")
         for config in self.configs:

@@ -55,7 +55,14 @@ class TaskCatalog:
             if defined is None:
                 raise BadInput(f"task file {name} was not loaded (does it exist?)")
             return [t for member in defined for t in self._expand(member)]
-        return get_tasks([name])
+        try:
+            return get_tasks([name])
+        except BadInput as exc:
+            if not (self.loaded or self.groups):
+                raise
+            # The built-in list alone would hide what --include-path and --golden loaded.
+            loaded = ", ".join(sorted({*self.loaded, *self.groups}))
+            raise BadInput(f"{exc}; loaded: {loaded}") from None
 
     def names(self) -> list[str]:
         """Every task name: built-in first, then loaded ones in name order."""

@@ -8,7 +8,7 @@ of the task's YAML file, so a task folder can be moved or checked out anywhere (
 resolves them against the working directory). JSON files are JSON Lines, or one JSON array of
 objects. CSV files have a header row; a column whose filled cells all read as integers,
 floats or True/False becomes one, and an empty cell is None, as pandas (behind `datasets`)
-reads them. Parquet needs `pyarrow` (`pip install 'regress[parquet]'`).
+reads them. Parquet needs `pyarrow` (`pip install 'regress-gate[parquet]'`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from regress.core.errors import BadInput
+from regress.core.errors import BadInput, pip_install
 from regress.tasks.base import DataSource
 from regress.tasks.loaders import Doc, load_hf, read_json, read_jsonl, read_text
 
@@ -57,6 +57,39 @@ class Dataset:
                 "`dataset_path: json` and `dataset_kwargs: {data_files: ...}`"
             )
         return load_hf(self.path, self.name, split, task)
+
+    def count(self, source: DataSource, split: str, task: str) -> int:
+        """How many rows `split` has, read without building them where the format allows:
+        `regress tasks` on a file of a million rows counts in a second, not a minute."""
+        if self.path not in LOCAL_FORMATS or split not in self.files:
+            return len(self.load(source, split, task))
+        return sum(_count(self.path, path) for path in self.files[split])
+
+
+def _count(kind: str, path: Path) -> int:
+    """Rows in one data file: JSON Lines' non-blank lines, CSV records, parquet's metadata."""
+    if not path.is_file():
+        raise BadInput(f"data file {path} does not exist")
+    if kind == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(path).metadata.num_rows
+        except ImportError:
+            return len(_read_parquet(path))  # its error names the extra to install
+        except Exception as exc:  # pyarrow raises its own types for a damaged file
+            raise BadInput(f"{path}: not a readable parquet file ({exc})") from exc
+    with path.open("rb") as handle:
+        if kind == "json" and handle.read(4096).lstrip().startswith(b"["):
+            return len(_read_json(path))
+        handle.seek(0)
+        if kind == "json":
+            return sum(1 for line in handle if line.strip())
+    with path.open(encoding="utf-8", errors="replace", newline="") as text:
+        try:
+            return sum(1 for _ in csv.reader(text)) - 1  # less the header row
+        except csv.Error as exc:
+            raise BadInput(f"{path}: malformed CSV ({exc})") from exc
 
 
 def dataset_of(
@@ -140,9 +173,7 @@ def _read_parquet(path: Path) -> list[Doc]:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise BadInput(
-            f"{path}: reading parquet needs pyarrow (pip install 'regress[parquet]')"
-        ) from exc
+        raise BadInput(f"{path}: reading parquet needs pyarrow ({pip_install('parquet')})") from exc
     try:
         return pq.read_table(path).to_pylist()
     except Exception as exc:  # pyarrow raises its own types for a damaged file

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from regress.core import safe_json
-from regress.core.errors import BadInput
+from regress.core.errors import BadInput, pip_install
 from regress.tasks.base import DataSource
 
 DATA_DIR_ENV = "REGRESS_DATA_DIR"
@@ -108,7 +108,7 @@ def load_hf(path: str, name: str | None, split: str, task: str) -> list[Doc]:
         import datasets
     except ImportError as exc:
         raise BadInput(
-            f"task {task}: --hf needs the `datasets` package (pip install 'regress[datasets]')"
+            f"task {task}: --hf needs the `datasets` package ({pip_install('datasets')})"
         ) from exc
     try:
         rows = datasets.load_dataset(path, name, split=split)

@@ -13,9 +13,13 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import sys
+import time
+from types import FrameType
 from typing import Any
 
 import jinja2
+from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from regress.core import safe_regex
@@ -50,6 +54,50 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+MAX_STEPS = 200_000
+"""Lines of template code one render may run. lm-eval's templates run a few dozen; two nested
+`range(100000)` loops, each within Jinja's own bound, would run 10^10 (hours)."""
+MAX_SECONDS = 5.0
+"""A render's wall-clock budget, for loops whose every step is a slow call on a large value."""
+MAX_OUTPUT = 10 * MAX_SIZE
+"""Characters one render may write: a loop can repeat a MAX_SIZE string."""
+
+
+def _within_budget(template: jinja2.Template, doc: dict[str, Any]) -> str:
+    """Render, counting the template's own lines as they run and the text it writes; past a
+    budget the render stops with OverflowError."""
+    steps = 0
+    deadline = time.monotonic() + MAX_SECONDS
+
+    def count(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal steps
+        if event == "line":
+            steps += 1
+            if steps > MAX_STEPS:
+                raise OverflowError(f"ran more than {MAX_STEPS:,} steps")
+            if time.monotonic() > deadline:
+                raise OverflowError(f"ran longer than {MAX_SECONDS:g} s")
+        return count
+
+    def enter(frame: FrameType, event: str, arg: Any) -> Any:
+        # Only the compiled template's frames (and its macros') are counted; what they call
+        # is bounded elsewhere (MAX_SIZE, the regex deadline).
+        return count if frame.f_code.co_filename == "<template>" else None
+
+    parts, size = [], 0
+    previous = sys.gettrace()
+    sys.settrace(enter)
+    try:
+        for part in template.generate(**doc):
+            size += len(part)
+            if size > MAX_OUTPUT:
+                raise OverflowError(f"wrote more than {MAX_OUTPUT:,} characters")
+            parts.append(part)
+    finally:
+        sys.settrace(previous)
+    return "".join(parts)
+
+
 _ENV = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _ENV.filters["regex_replace"] = _regex_replace
 
@@ -65,10 +113,18 @@ def compile_template(source: str) -> jinja2.Template:
         raise BadInput(f"template {_short(source)}: nested too deeply") from None
 
 
+@functools.lru_cache(maxsize=512)
+def _repeats(source: str) -> bool:
+    """Whether a template can run any line twice: only loops and macros (recursion) can. The
+    budget's tracing triples a render's cost, so a template without them skips it."""
+    return any(_ENV.parse(source).find_all((nodes.For, nodes.Macro, nodes.CallBlock)))
+
+
 def render(source: str, doc: dict[str, Any], where: str) -> str:
     """`source` rendered over `doc`'s fields; `where` names the task and key in errors."""
     try:
-        return compile_template(source).render(**doc)
+        template = compile_template(source)
+        return _within_budget(template, doc) if _repeats(source) else template.render(**doc)
     except jinja2.UndefinedError as exc:
         raise BadInput(f"{where}: template {_short(source)}: {exc.message}") from exc
     except jinja2.exceptions.SecurityError as exc:
@@ -76,7 +132,7 @@ def render(source: str, doc: dict[str, Any], where: str) -> str:
             f"{where}: template {_short(source)} refused by the sandbox ({exc})"
         ) from exc
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as exc:
-        # OverflowError: the sandbox's bounds (`range(10**9)`, and MAX_SIZE above)
+        # OverflowError: the sandbox's bounds (`range(10**9)`, MAX_SIZE and MAX_STEPS above)
         raise BadInput(f"{where}: template {_short(source)} failed ({exc})") from exc
     except RecursionError:
         raise BadInput(f"{where}: template {_short(source)} nested too deeply") from None

@@ -179,6 +179,10 @@ class YamlTask:
         """The evaluation split's documents, in order."""
         return self.dataset.load(source, self.eval_split, self.name)
 
+    def size(self, source: DataSource) -> int:
+        """How many documents the evaluation split has (counted, not loaded, where it can)."""
+        return self.dataset.count(source, self.eval_split, self.name)
+
     def _fewshot_split(self) -> str | None:
         fewshot = self.settings.get("fewshot_config") or {}
         return fewshot.get("split") or self._split("fewshot_split")

@@ -206,10 +206,26 @@ def landlock_abi() -> int:
     )
 
 
+def kernel_root(uid: int) -> bool:
+    """Whether `uid` is root to the kernel, which never holds root to RLIMIT_NPROC: uid 0, or
+    a uid this user namespace maps to its parent's 0 (regress run as a mapped user inside a
+    rootless container's namespace). One level is read; deeper parents are not visible."""
+    if uid == 0:
+        return True
+    with open("/proc/self/uid_map") as lines:
+        for line in lines:
+            inner, outer, count = (int(field) for field in line.split())
+            if inner <= uid < inner + count:
+                return outer + uid - inner == 0
+    return False
+
+
 def contain(config: dict) -> list[str]:
     """Apply every layer; return the names of those applied."""
     optional = set(config["optional"])
     applied: list[str] = []
+    # Read before entering namespaces: inside the fresh one every map is this process's own.
+    root = kernel_root(os.getuid())
 
     def layer(name: str, apply) -> None:
         try:
@@ -223,7 +239,7 @@ def contain(config: dict) -> list[str]:
     def process_limit() -> None:
         if config["cgroup"]:
             join_cgroup(config["cgroup"])
-        elif os.getuid() == 0:
+        elif root:
             raise SetupError("RLIMIT_NPROC does not bind root and no pids cgroup is writable")
         elif "namespaces" not in applied:
             # RLIMIT_NPROC counts per user namespace: outside a fresh one it would count
@@ -235,7 +251,7 @@ def contain(config: dict) -> list[str]:
         if group and group != config["cgroup"]:
             join_cgroup(group)
         elif not group:
-            if os.getuid() == 0:
+            if root:
                 raise SetupError(
                     "no memory cgroup is writable, and RLIMIT_NPROC does not bind root"
                 )
