@@ -133,7 +133,7 @@ def test_tasks_counts_a_task_file_s_rows_without_rendering_them(tmp_path, monkey
     rows = [{"q": f"line\u2028{i}", "a": i % 2} for i in range(50)]
     (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     (tmp_path / "rows.json").write_text(json.dumps(rows))
-    (tmp_path / "rows.csv").write_text('q,a\n"two\nlines",1\n' + "x,0\n" * 49)
+    (tmp_path / "rows.csv").write_text('q,a\n"two\nlines",1\n\n' + "x,0\n" * 49 + "\n")
     import pyarrow as pa  # a test dependency: parquet is read only when the extra is installed
     import pyarrow.parquet as pq
 

@@ -87,7 +87,8 @@ def _count(kind: str, path: Path) -> int:
             return sum(1 for line in handle if line.strip())
     with path.open(encoding="utf-8", errors="replace", newline="") as text:
         try:
-            return sum(1 for _ in csv.reader(text)) - 1  # less the header row
+            # Blank lines are no rows (DictReader skips them); the header row is none either.
+            return max(0, sum(1 for row in csv.reader(text) if row) - 1)
         except csv.Error as exc:
             raise BadInput(f"{path}: malformed CSV ({exc})") from exc
 
