@@ -1,14 +1,16 @@
 """Parity with lm-evaluation-harness: same model, same documents, per-example agreement.
 
-SmolLM2-135M (the packaged Q4_1 GGUF, dequantised to float32 by transformers) is scored by
-lm-eval 0.4.13's `hf` model and by regress's `hf` backend on the same documents and prompts:
-MMLU 5-shot (the first --mmlu-per-subject test questions of each of the 57 subjects), and
+A GGUF model (--model: a packaged name or a path; SmolLM2-135M's Q4_1 by default), dequantised
+to float32 by transformers, is scored by lm-eval 0.4.13's `hf` model and by regress's `hf`
+backend on the same documents and prompts:
+MMLU at --mmlu-shots (5 by default; the first --mmlu-per-subject test questions of each of
+the 57 subjects), and
 the first --limit documents of ARC-Easy, ARC-Challenge, PIQA, BoolQ, HellaSwag and
 TruthfulQA-MC1 (0-shot). A Markdown table compares the two per benchmark; a second one
 compares regress's llama.cpp backend with its hf backend on the same GGUF.
 
     .venv/bin/python experiments/parity_lm_eval.py \
-        [--mmlu-per-subject 10] [--limit 100] [--threads 2]
+        [--model smollm2-135m] [--mmlu-per-subject 10] [--limit 100] [--threads 2]
 
 How lm-eval gets the same documents: regress's loaders read ../shared/data (or
 $REGRESS_DATA_DIR) into the Hub's row shape and write them as JSON lines; a task YAML per task
@@ -51,7 +53,6 @@ from regress.tasks import get_tasks, resolve_source, task_groups
 from regress.tasks.base import DataSource
 
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data"))
-MODEL = "smollm2-135m"
 MAX_LENGTH = 8192
 LM_EVAL_TASKS = Path(lm_eval.__file__).parent / "tasks"
 # regress task -> lm-eval's YAML for it, under lm_eval/tasks/.
@@ -80,12 +81,20 @@ class Benchmark:
     limit: int
 
 
-def benchmarks(mmlu_per_subject: int, limit: int, names: Sequence[str]) -> list[Benchmark]:
+def benchmarks(
+    mmlu_per_subject: int, limit: int, names: Sequence[str], mmlu_shots: int = 5
+) -> list[Benchmark]:
     """The benchmarks named (mmlu, arc_easy, ...) at the sizes asked."""
     every = {
         b.name: b
         for b in (
-            Benchmark("mmlu", "MMLU 5-shot", tuple(task_groups()["mmlu"]), 5, mmlu_per_subject),
+            Benchmark(
+                "mmlu",
+                f"MMLU {mmlu_shots}-shot",
+                tuple(task_groups()["mmlu"]),
+                mmlu_shots,
+                mmlu_per_subject,
+            ),
             Benchmark("arc_easy", "ARC-Easy", ("arc_easy",), 0, limit),
             Benchmark("arc_challenge", "ARC-Challenge", ("arc_challenge",), 0, limit),
             Benchmark("piqa", "PIQA", ("piqa",), 0, limit),
@@ -149,10 +158,10 @@ def _task_yaml(name: str, eval_split: str, shots: int, files: dict[str, Path]) -
     return "\n".join(lines) + "\n" + EXTRA_YAML.get(name, "")
 
 
-def lm_eval_cli(tasks: Sequence[str], include: Path, out: Path, threads: int) -> float:
+def lm_eval_cli(model: str, tasks: Sequence[str], include: Path, out: Path, threads: int) -> float:
     """Run lm-eval's hf model (float32, offline, one subprocess) on `tasks` found under
     `include`, logging samples to `out`; the wall time in seconds."""
-    folder = _model_folder(resolve_model_path(MODEL))
+    folder = _model_folder(resolve_model_path(model))
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -177,21 +186,21 @@ def lm_eval_cli(tasks: Sequence[str], include: Path, out: Path, threads: int) ->
 
 
 def run_lm_eval(
-    chosen: Sequence[Benchmark], include: Path, out: Path, threads: int
+    model: str, chosen: Sequence[Benchmark], include: Path, out: Path, threads: int
 ) -> tuple[Run, float]:
     """lm-eval's hf model on the tasks; its samples read back as a regress run."""
-    elapsed = lm_eval_cli([t for b in chosen for t in b.tasks], include, out, threads)
+    elapsed = lm_eval_cli(model, [t for b in chosen for t in b.tasks], include, out, threads)
     return read_lm_eval_run(out, "lm-eval"), elapsed
 
 
 def run_regress(
-    chosen: Sequence[Benchmark], backend: str, model_args: dict, source: DataSource
+    model: str, chosen: Sequence[Benchmark], backend: str, model_args: dict, source: DataSource
 ) -> tuple[Run, float]:
     """regress on `backend` over the same documents, without the result cache."""
     start = time.perf_counter()
     plan = RunPlan(
         tuple(specs(chosen)),
-        MODEL,
+        model,
         backend,
         model_args,
         source,
@@ -317,7 +326,9 @@ def backend_table(chosen: Sequence[Benchmark], hf: Run, llama: Run) -> str:
 def main() -> None:
     """Run lm-eval hf, regress hf and regress llama.cpp, then print both tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m", help="packaged name or GGUF path")
     parser.add_argument("--mmlu-per-subject", type=int, default=10, help="MMLU test questions")
+    parser.add_argument("--mmlu-shots", type=int, default=5, help="MMLU few-shot examples")
     parser.add_argument("--limit", type=int, default=100, help="documents per other task")
     parser.add_argument(
         "--tasks",
@@ -327,29 +338,29 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads on every side")
     parser.add_argument("--keep", type=Path, help="keep lm-eval's files in this folder")
     args = parser.parse_args()
-    chosen = benchmarks(args.mmlu_per_subject, args.limit, args.tasks.split(","))
+    chosen = benchmarks(args.mmlu_per_subject, args.limit, args.tasks.split(","), args.mmlu_shots)
     source = resolve_source(DATA)
     with tempfile.TemporaryDirectory(prefix="parity-") as scratch:
         root = args.keep or Path(scratch)
         include = write_lm_eval_tasks(chosen, source, root)
-        lm, lm_s = run_lm_eval(chosen, include, root / "out", args.threads)
+        lm, lm_s = run_lm_eval(args.model, chosen, include, root / "out", args.threads)
     hf_args = {"dtype": "float32", "max_length": MAX_LENGTH, "threads": args.threads}
-    hf, hf_s = run_regress(chosen, "hf", hf_args, source)
+    hf, hf_s = run_regress(args.model, chosen, "hf", hf_args, source)
     llama_args = {"n_ctx": MAX_LENGTH, "threads": args.threads}
-    llama, llama_s = run_regress(chosen, "llama_cpp", llama_args, source)
+    llama, llama_s = run_regress(args.model, chosen, "llama_cpp", llama_args, source)
 
     table, found = parity_table(chosen, lm, hf)
     n = sum(a.n for a in found)
     same = sum(a.same_pred for a in found) / n
     worst = max(abs(a.acc_b - a.acc_a) for a in found) * 100
-    print(f"## lm-eval {lm.manifest.backend.version} `hf` vs regress `hf`: {MODEL} float32\n")
+    print(f"## lm-eval {lm.manifest.backend.version} `hf` vs regress `hf`: {args.model} float32\n")
     print(table)
     verdict = {True: "met", False: "MISSED"}
     print(
         f"\nidentical predictions {same:.2%} (target >= 99.5%: {verdict[same >= 0.995]}), "
         f"largest aggregate gap {worst:.2f} points (target <= 0.5: {verdict[worst <= 0.5]})"
     )
-    print(f"\n## regress `llama_cpp` vs regress `hf` on the same GGUF ({MODEL} Q4_1)\n")
+    print(f"\n## regress `llama_cpp` vs regress `hf` on the same GGUF ({args.model})\n")
     print(backend_table(chosen, hf, llama))
     print(
         f"\nwall time: lm-eval hf {lm_s:.0f} s, regress hf {hf_s:.0f} s, "

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time they load on first
     )
     from regress.gate.policy import Policy, load_policy
     from regress.gate.results import Comparison, Verdict
+    from regress.gate.spending import SequentialDesign
     from regress.proxy.build import ProxyOptions, build_proxy
     from regress.proxy.selftest import SelftestOptions, selftest_baseline
     from regress.report.drift import render_drift_markdown
@@ -58,6 +59,7 @@ _PUBLIC = {
     "RegressError": "regress.core.errors",
     "Policy": "regress.gate.policy",
     "load_policy": "regress.gate.policy",
+    "SequentialDesign": "regress.gate.spending",
     "Run": "regress.core.manifest",
     "Store": "regress.core.store",
     "read_run": "regress.core.store",
@@ -92,6 +94,7 @@ __all__ = [
     "RegressError",
     "Policy",
     "load_policy",
+    "SequentialDesign",
     "Run",
     "Store",
     "read_run",

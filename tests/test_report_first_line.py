@@ -16,7 +16,7 @@ from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record
 from regress.core.requests import LoglikelihoodRequest
-from regress.gate.check import CheckOptions, _with_texts, check
+from regress.gate.check import CheckOptions, check, with_texts
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.gate.results import Flip, Verdict
@@ -246,7 +246,7 @@ def test_flips_carry_the_question_and_both_answers_texts_from_the_documents():
         Flip(task.name, example.doc_id, example.target, wrong, example.target, True, "ok"),
         Flip(task.name, 999, 0, 1, 0, True, "ok"),  # not among the documents: indices stay
     )
-    filled = _with_texts(flips, prepared)
+    filled = with_texts(flips, prepared)
     right = example.requests[example.target].continuation.strip()
     assert filled[0].question == example.doc["question"]
     assert filled[0].baseline_answer == filled[0].target_answer == right
@@ -259,6 +259,6 @@ def test_a_lettered_choice_shows_its_option_and_a_prompt_stands_in_for_a_questio
     requests = (LoglikelihoodRequest(context, " A"), LoglikelihoodRequest(context, " B"))
     lettered = Example(0, {"choices": ["Paris", "Rome"]}, requests, 0)
     spec = TaskSpec(SimpleNamespace(name="mmlu_x"))  # only the task's name is read
-    [flip] = _with_texts((Flip("mmlu_x", 0, 0, 1, 0, True, "ok"),), [(spec, [lettered])])
+    [flip] = with_texts((Flip("mmlu_x", 0, 0, 1, 0, True, "ok"),), [(spec, [lettered])])
     assert (flip.baseline_answer, flip.candidate_answer) == ("A. Paris", "B. Rome")
     assert flip.question == "Where is the Louvre?\nA. Paris\nB. Rome\nAnswer:"

@@ -33,6 +33,7 @@ from regress.gate.check import CandidateModel, CheckOptions, Rebaseline, candida
 from regress.gate.check import check as gate_check
 from regress.gate.policy import load_policy
 from regress.gate.results import Comparison
+from regress.gate.spending import SequentialDesign
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
 from regress.run.lm_eval_import import read_lm_eval_run
@@ -93,6 +94,12 @@ from regress.run.lm_eval_import import read_lm_eval_run
     help="Where the baseline's pinned model file is now (default: the reference it recorded).",
 )
 @click.option(
+    "--sequential",
+    is_flag=True,
+    help="Run the candidate in looks and stop each unit once it decides (alpha spent over "
+    "the looks; the policy's `sequential:` sets them, default 25/50/100%).",
+)
+@click.option(
     "--repeat-check",
     type=click.IntRange(0),
     default=0,
@@ -118,6 +125,7 @@ def check(
     allow_backend_change: bool,
     rebaseline: str,
     reference_model: str | None,
+    sequential: bool,
     repeat_check: int,
     include_path: tuple[Path, ...],
     golden: tuple[Path, ...],
@@ -143,6 +151,7 @@ def check(
     Examples:
       regress check --baseline main --model cand.gguf --report-md report.md
       regress check --baseline main --model cand.gguf --name "PR 42 (Q4_0)"
+      regress check --baseline main --model cand.gguf --sequential
       regress check --baseline main --model cand.gguf --shard 0/2 --save-run shard0/
       regress merge shard0/ shard1/ -o cand/ && regress check -b main --candidate-run cand/
       regress check -b main --candidate-samples lm-eval-out/
@@ -156,8 +165,11 @@ def check(
     if save_run:
         check_replaceable(save_run)  # before the model runs, not after
     base = Store(store).load(baseline_name)
+    policy = load_policy(policy_path)  # validated before the model runs
+    if sequential and policy.sequential is None:
+        policy = replace(policy, sequential=SequentialDesign())
     options = CheckOptions(
-        policy=load_policy(policy_path),  # validated before the model runs
+        policy=policy,
         source=data_source(data_dir, hf_datasets),
         cache_dir=cache_folder(no_cache, cache_dir),
         rebaseline=Rebaseline(rebaseline),

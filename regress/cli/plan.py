@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -9,9 +11,10 @@ import click
 from regress.cli.common import handles_errors, policy_option
 from regress.core.store import Store
 from regress.gate.baseline_power import FACTS_DISCORDANCE, UnitPlan, plan_baseline
-from regress.gate.policy import load_policy
+from regress.gate.policy import Policy, load_policy
 from regress.gate.power import accuracy_n, pass_n
 from regress.gate.rules import Rule
+from regress.gate.spending import SequentialDesign
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 
@@ -67,6 +70,12 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 @policy_option(
     "With --baseline: the policy's rule, thresholds, alpha and power (default: built-in)."
 )
+@click.option(
+    "--sequential",
+    is_flag=True,
+    help="With --baseline: the expected examples under a sequential gate (the policy's "
+    "`sequential:` design, or looks at 25/50/100%).",
+)
 @handles_errors
 def plan(
     discordance: float | None,
@@ -79,6 +88,7 @@ def plan(
     name: str | None,
     store: Path,
     policy_path: Path | None,
+    sequential: bool,
 ) -> None:
     """Print the n a gate needs for a drop, or a baseline's MDE and n per unit.
 
@@ -87,10 +97,16 @@ def plan(
       regress plan --discordance 0.12 --drop 0.03
       regress plan --discordance 0.15 --drop 0.04 --max-drop 0.02 --rule margin
       regress plan --baseline main --drop 0.05
+      regress plan --baseline main --sequential
     """
     if name is not None:
-        _plan_baseline(name, store, policy_path, discordance or FACTS_DISCORDANCE, drop)
+        policy = load_policy(policy_path)
+        if sequential and policy.sequential is None:
+            policy = replace(policy, sequential=SequentialDesign())
+        _plan_baseline(name, store, policy, discordance or FACTS_DISCORDANCE, drop)
         return
+    if sequential:
+        raise click.UsageError("--sequential plans a stored baseline: give --baseline NAME")
     if discordance is None or drop is None:
         raise click.UsageError("give --discordance and --drop, or --baseline NAME")
     if drop > discordance:
@@ -112,9 +128,8 @@ def plan(
 
 
 def _plan_baseline(
-    name: str, store: Path, policy_path: Path | None, discordance: float, drop: float | None
+    name: str, store: Path, policy: Policy, discordance: float, drop: float | None
 ) -> None:
-    policy = load_policy(policy_path)
     plans = plan_baseline(Store(store).load(name), policy, discordance, drop)
     gated = sum(p.gated for p in plans)
     click.echo(
@@ -122,7 +137,16 @@ def _plan_baseline(
         f"power {policy.power:.0%}, assuming {discordance:.1%} of answers flip "
         f"(--discordance; real requantizations of SmolLM2 flipped 1.2-23.6%, FACTS.md)"
     )
-    click.echo("unit | kind | n | rule | max_drop | MDE | target drop | n for target | n to pass")
+    header = "unit | kind | n | rule | max_drop | MDE | target drop | n for target | n to pass"
+    design = policy.sequential
+    if design is not None:
+        header += " | expected n if unchanged / at max_drop / at 2x max_drop"
+        looks = ", ".join(f"{t:.0%}" for t in design.looks)
+        click.echo(
+            f"sequential: looks at {looks} of each unit, O'Brien-Fleming spending; the "
+            "expected n is what a unit uses before it stops (normal approximation)"
+        )
+    click.echo(header)
     for unit in plans:
         click.echo(" | ".join(_row(unit)))
 
@@ -139,4 +163,9 @@ def _row(unit: UnitPlan) -> list[str]:
         "–" if unit.drop is None else f"{unit.drop * 100:.1f} pts",
         "–" if unit.n_needed is None else f"{unit.n_needed:,}",
         "–" if unit.n_to_pass is None else f"{unit.n_to_pass:,}",
+        *(
+            []
+            if unit.expected_n is None
+            else [" / ".join(f"{math.ceil(x):,}" for x in unit.expected_n)]
+        ),
     ]

@@ -7,6 +7,7 @@ not in a baseline, so the discordance is an assumption the caller states.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from regress.core.errors import BadInput
@@ -16,6 +17,7 @@ from regress.gate.policy import Policy
 from regress.gate.power import accuracy_mde, accuracy_n, pass_n
 from regress.gate.results import UnitKind
 from regress.gate.rules import Rule
+from regress.gate.spending import SequentialDesign, expected_fraction
 
 FACTS_DISCORDANCE = 0.12
 """Share of answers a real requantization flips: SmolLM2-135M Q4_1 to Q4_0 or Q2_K changed
@@ -46,6 +48,25 @@ class UnitPlan:
     n_to_pass: int | None
     """Examples that show an unchanged candidate within the threshold with the policy's power
     (a PASS under pass_requires: evidence); None if not an accuracy unit."""
+    expected_n: tuple[float, float, float] | None = None
+    """Under the policy's sequential design: the examples a unit expects to use when the
+    candidate changes nothing, drops exactly the threshold, and drops twice it (normal
+    approximation of the paired counts at the discordance); None for a fixed design or a
+    unit that is not accuracy."""
+
+
+def sequential_n(
+    design: SequentialDesign, n: int, discordance: float, threshold: float, alpha: float
+) -> tuple[float, float, float]:
+    """Expected examples of a sequential accuracy unit of n at true drops 0, the threshold
+    and twice it: the drift of its margin test at each (regress.gate.spending)."""
+    found = []
+    for drop in (0.0, threshold, 2 * threshold):
+        spread = max(discordance, drop) - drop * drop
+        se = math.sqrt(spread / n) if spread > 0 and n else float("inf")
+        theta = (drop - threshold) / se if math.isfinite(se) else 0.0
+        found.append(n * expected_fraction(design, alpha, theta))
+    return found[0], found[1], found[2]
 
 
 def plan_baseline(
@@ -90,6 +111,9 @@ def plan_baseline(
                 if accuracy and target > 0
                 else None,
                 n_to_pass=pass_n(discordance, threshold, alpha, policy.power) if accuracy else None,
+                expected_n=sequential_n(policy.sequential, n, discordance, threshold, alpha)
+                if accuracy and policy.sequential is not None
+                else None,
             )
         )
     return plans

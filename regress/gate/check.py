@@ -128,6 +128,11 @@ def check(
     options = options or CheckOptions()
     progress = progress or (lambda label: nullcontext(None))
     check_proxy(baseline)
+    if options.policy.sequential is not None and not isinstance(candidate, Run):
+        # Imported here: the sequential gate is built from this module's steps.
+        from regress.gate.sequential import check_sequential
+
+        return check_sequential(baseline, candidate, options, progress)
     if isinstance(candidate, Run):
         result = _compare(baseline, candidate, options)
         differences = tuple(
@@ -141,21 +146,24 @@ def check(
             differences, action, typical=typical(Cause.HARDWARE) if kernels_differ else ""
         )
         # A stored run comes without its documents: its flips keep their indices.
-        result = replace(result, hardware=hardware, candidate=_labelled(result, candidate, options))
+        result = replace(result, hardware=hardware, candidate=labelled(result, candidate, options))
+        if options.policy.sequential is not None:
+            once = "the policy's sequential design needs a run made by check: gated once, fixed"
+            result = replace(result, warnings=(*result.warnings, once))
         return CheckResult(result, candidate)
     plan, warnings = candidate_plan(baseline, candidate, options)
     prepared = prepare(plan.specs, plan.source, plan.shard)
     if not options.allow_mismatch:
-        _refuse_changed_inputs(baseline, prepared)
-    outcome = _run(plan, f"check {candidate.model}", progress, prepared)
-    rerun, hardware, more = _reference(baseline, outcome.run, options, progress)
+        refuse_changed_inputs(baseline, prepared)
+    outcome = run_plan(plan, f"check {candidate.model}", progress, prepared)
+    rerun, hardware, more = reference_rerun(baseline, outcome.run, options, progress)
     reference = rerun.run if rerun is not None else None
     result = _compare(reference or baseline, outcome.run, options)
     repeat = None
     if options.repeat_check:
-        repeat = _repeatability(outcome.run, plan, options.repeat_check, progress)
-    uses = [_cache_use("candidate", outcome)] + (
-        [_cache_use("baseline rerun", rerun)] if rerun is not None else []
+        repeat = repeatability(outcome.run, plan, options.repeat_check, progress)
+    uses = [cache_use("candidate", outcome)] + (
+        [cache_use("baseline rerun", rerun)] if rerun is not None else []
     )
     rejected = [
         f"{u.rejected} cached result(s) of the {u.run} failed their digest or were corrupt and "
@@ -165,8 +173,8 @@ def check(
     ]
     result = replace(
         result,
-        candidate=_labelled(result, outcome.run, options),
-        flips=_with_texts(result.flips, prepared),
+        candidate=labelled(result, outcome.run, options),
+        flips=with_texts(result.flips, prepared),
         warnings=(*warnings, *more, *rejected, *result.warnings),
         hardware=hardware,
         repeatability=repeat,
@@ -185,7 +193,7 @@ def _candidate_label(run: Run) -> str:
     return ref if run.manifest.backend.name == "openai" else Path(ref).name or ref
 
 
-def _labelled(result: Comparison, candidate: Run, options: CheckOptions) -> Fingerprint:
+def labelled(result: Comparison, candidate: Run, options: CheckOptions) -> Fingerprint:
     return replace(result.candidate, label=options.candidate_name or _candidate_label(candidate))
 
 
@@ -194,7 +202,7 @@ TEXT_CHARS = 500
 Markdown report shows less still."""
 
 
-def _with_texts(flips: tuple[Flip, ...], prepared: Prepared) -> tuple[Flip, ...]:
+def with_texts(flips: tuple[Flip, ...], prepared: Prepared) -> tuple[Flip, ...]:
     """`flips` with the question and the answers' texts of the examples in `prepared` (the
     documents this check rendered); a flip whose example is not there keeps its indices."""
     examples = {(spec.task.name, e.doc_id): e for spec, found in prepared for e in found}
@@ -247,7 +255,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…"
 
 
-def _cache_use(run: str, outcome: Outcome) -> CacheUse:
+def cache_use(run: str, outcome: Outcome) -> CacheUse:
     return CacheUse(
         run, outcome.cache_enabled, outcome.cached, outcome.computed, outcome.cache_rejected
     )
@@ -304,7 +312,7 @@ def candidate_plan(
     return plan, warnings
 
 
-def _refuse_changed_inputs(baseline: Run, prepared: Prepared) -> None:
+def refuse_changed_inputs(baseline: Run, prepared: Prepared) -> None:
     """BadInput before any model loads when a task's documents or prompts are no longer the
     baseline's (the comparison would refuse the same, after the whole run)."""
     for spec, examples in prepared:
@@ -314,14 +322,14 @@ def _refuse_changed_inputs(baseline: Run, prepared: Prepared) -> None:
             raise BadInput(f"{problem}; {MISMATCH_REFUSED}")
 
 
-def _run(
+def run_plan(
     plan: RunPlan, label: str, progress: RunProgress, prepared: Prepared | None = None
 ) -> Outcome:
     with progress(label) as tick:
         return execute(plan, tick, prepared)
 
 
-def _reference(
+def reference_rerun(
     baseline: Run, candidate: Run, options: CheckOptions, progress: RunProgress
 ) -> tuple[Outcome | None, HardwareCheck, list[str]]:
     """Rerun the baseline's model here when the policy above says so; else say why not."""
@@ -360,7 +368,7 @@ def _reference(
         command=options.command,
         tasks=options.tasks,
     )
-    rerun = _run(plan, f"rerun baseline {baseline.manifest.name}", progress)
+    rerun = run_plan(plan, f"rerun baseline {baseline.manifest.name}", progress)
     moved = compare(baseline, rerun.run, options.policy)
     paired = [unit for unit in moved.units if unit.n]
     weighted = [(u.kl_divergence, u.n) for u in paired if u.kl_divergence is not None]
@@ -431,11 +439,11 @@ def check_drift(
         command=options.command,
         tasks=options.tasks,
     )
-    current = _run(plan, f"drift {baseline.manifest.name}", progress).run
+    current = run_plan(plan, f"drift {baseline.manifest.name}", progress).run
     return drift_report(baseline, current, options.policy, options.max_age)
 
 
-def _repeatability(candidate: Run, plan: RunPlan, n: int, progress: RunProgress) -> Repeatability:
+def repeatability(candidate: Run, plan: RunPlan, n: int, progress: RunProgress) -> Repeatability:
     """Send `n` random examples again (no cache) and count answers that came back different."""
     examples = [(task, r.doc_id) for task, records in candidate.records.items() for r in records]
     chosen = set(random.Random(0).sample(examples, min(n, len(examples))))
@@ -444,7 +452,7 @@ def _repeatability(candidate: Run, plan: RunPlan, n: int, progress: RunProgress)
         ids = tuple(i for i in spec.doc_ids or () if (spec.task.name, i) in chosen)
         if ids:
             specs.append(TaskSpec(spec.task, spec.num_fewshot, spec.limit, ids))
-    again = _run(
+    again = run_plan(
         replace(plan, specs=tuple(specs), cache_dir=None, name="repeat"),
         f"repeat {len(chosen)} examples",
         progress,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -70,6 +70,7 @@ from regress.gate.results import (
     Verdict,
 )
 from regress.gate.rules import PassRequires, Rule, inconclusive, regression
+from regress.gate.spending import SequentialDesign
 from regress.gate.stats import (
     adjust_pvalues,
     bootstrap_t,
@@ -150,9 +151,15 @@ def judge(
     paired: Paired,
     policy: Policy,
     golden_items: GoldenItems | None = None,
+    look: int | None = None,
 ) -> Comparison:
     """Every rule of the gate on one pairing, and the verdict that sees them all: each unit's
-    test, the failure-class rates and the golden sets' rules."""
+    test, the failure-class rates and the golden sets' rules.
+
+    `look` (0-based) judges the pairing as that look of the policy's sequential design: every
+    p-value becomes a repeated p-value and every bound a repeated confidence bound
+    (regress.gate.spending), so the one alpha holds over all the looks together.
+    """
     pairs, unpaired, tasks = paired.pairs, paired.unpaired, paired.tasks
     warnings = list(paired.warnings)
     design = baseline.manifest.proxy
@@ -172,12 +179,19 @@ def judge(
     ]
     failures = _failure_rates(units, pairs, policy, unit_policies)
     golden = judge_golden(baseline, tasks, pairs, policy.max_relative_drop, golden_items)
+    found = [unit for unit, _, _ in measured]
+    nominal: Callable[[float], float] = lambda level: level  # noqa: E731
+    sequential = policy.sequential
+    if look is not None and sequential is not None:
+        found, failures, golden = _repeated(sequential, look, found, failures, golden)
+        nominal = lambda level: sequential.nominal_level(level, look)  # noqa: E731
     results, failures, golden = _judge_all(
-        [unit for unit, _, _ in measured],
+        found,
         [test for _, _, test in measured],
         failures,
         golden,
         policy,
+        nominal,
     )
     warnings += policy.notices
     for unit in results:
@@ -681,12 +695,41 @@ def _in_scale(metric: str, perplexity: float) -> float:
     return math.log2(perplexity) if metric == "bits_per_byte" else perplexity
 
 
+def _repeated(
+    design: SequentialDesign,
+    look: int,
+    units: Sequence[UnitResult],
+    failures: Sequence[FailureRate],
+    golden: Sequence[GoldenResult],
+) -> tuple[list[UnitResult], tuple[FailureRate, ...], tuple[GoldenResult, ...]]:
+    """Every p-value of the gate's families as its repeated p-value at `look`."""
+
+    def rep(p: float) -> float:
+        return design.repeated_pvalue(p, look)
+
+    units = [
+        replace(
+            u,
+            pvalue=rep(u.pvalue),
+            change_pvalue=rep(u.change_pvalue),
+            pass_pvalue=None if u.pass_pvalue is None else rep(u.pass_pvalue),
+        )
+        for u in units
+    ]
+    return (
+        units,
+        tuple(replace(f, pvalue=rep(f.pvalue)) for f in failures),
+        tuple(replace(g, pvalue=rep(g.pvalue)) for g in golden),
+    )
+
+
 def _judge_all(
     units: Sequence[UnitResult],
     tests: Sequence[DropTest | None],
     failures: Sequence[FailureRate],
     golden: Sequence[GoldenResult],
     policy: Policy,
+    nominal: Callable[[float], float],
 ) -> tuple[tuple[UnitResult, ...], tuple[FailureRate, ...], tuple[GoldenResult, ...]]:
     """Correct every rule's p-values together, then give every unit, failure class and golden
     set its verdict, and each unit the bounds that agree with it.
@@ -695,7 +738,8 @@ def _judge_all(
     units' rule tests, the gated failure-class rates and the golden sets' relative drops) is
     one family under `policy.correction`. A PASS that needs evidence has its own family, the
     gated units' within-margin tests: alpha bounds the chance of any false PASS as well.
-    The no-drop tests of `no_evidence_of_harm` form the third, as before.
+    The no-drop tests of `no_evidence_of_harm` form the third, as before. `nominal` maps a
+    family level to the level a bound is inverted at (a sequential look's nominal level).
     """
     gated = [i for i, unit in enumerate(units) if unit.gated]
     tested = [i for i, f in enumerate(failures) if f.threshold is not None]
@@ -738,7 +782,7 @@ def _judge_all(
             adjusted_pvalue=rule_adj,
             change_adjusted_pvalue=change_adj.get(i),
             pass_adjusted_pvalue=passed_adj,
-            bounds=_bounds(unit, test, rule_level, pass_level),
+            bounds=_bounds(unit, test, nominal(rule_level), nominal(pass_level)),
         )
         verdict, reason = _judge(unit, policy)
         # The plans answer "how many examples would decide": only an undecided unit asks.

@@ -12,6 +12,8 @@ probability is a sum over (b, m): exact, not simulated.
   the discordance: the guarantee that neither is shown falsely more often than alpha.
 - `verdict_table`: P(REGRESSION) / P(INCONCLUSIVE) / P(PASS) at true drops of 0-5 points, for
   each rule and each `pass_requires`.
+- `sequential_oc`: one unit under the sequential gate (regress.gate.sequential), seeded
+  simulation of the same exact tests at each look's nominal level, beside the fixed design.
 - `family_false_alarms`: the whole gate's chance of any REGRESSION when nothing changed (or
   every rule sits at its threshold), three units, a failure class and a golden set in one
   Holm family. Seeded simulation of the gate's own tests.
@@ -29,6 +31,7 @@ from scipy import stats as sps
 
 from regress.gate.margin_test import Side, margin_pvalue, rejection_edges
 from regress.gate.rules import PassRequires, Rule, inconclusive, regression
+from regress.gate.spending import SequentialDesign
 from regress.gate.stats import (
     SEED,
     Test,
@@ -272,6 +275,104 @@ def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+@dataclass(frozen=True)
+class SequentialPoint:
+    """A sequential unit's verdict rates and expected examples, beside the fixed design's."""
+
+    n: int
+    drop: float
+    discordance: float
+    regression: float
+    passed: float
+    mean_n: float
+    """Expected paired examples used before the unit stopped."""
+    fixed_regression: float
+    """P(REGRESSION) of the fixed design at the same n (exact)."""
+    fixed_passed: float
+
+
+def sequential_oc(
+    n: int,
+    drop: float,
+    discordance: float,
+    design: SequentialDesign,
+    runs: int = 4000,
+    seed: int = SEED,
+    alpha: float = ALPHA,
+    margin: float = MAX_DROP,
+) -> SequentialPoint:
+    """Seeded simulation of one unit under the sequential gate (margin rule, PASS needs
+    evidence): the gate's exact tests at each look's nominal level, a unit stopping at its
+    first REGRESSION or PASS; the fixed design's rates at the same n beside it, exact."""
+    rng = np.random.default_rng(seed)
+    share = (discordance + drop) / (2 * discordance)
+    # The examples of each look's increment: (b, c) counts drawn as the gate sees them.
+    sizes = [math.ceil(n * t - 1e-9) if t < 1 else n for t in design.looks]
+    steps = np.diff([0, *sizes])
+    probs = [discordance * share, discordance * (1 - share), 1 - discordance]
+    draws = np.stack([rng.multinomial(s, probs, size=runs)[:, :2] for s in steps], axis=1)
+    totals = np.cumsum(draws, axis=1)
+    regressed = passed = 0
+    used = 0.0
+    for run in totals:
+        for k, (b, c) in enumerate(run):
+            size, level = sizes[k], design.nominal_level(alpha, k)
+            if b >= _edge(size, margin, level, Side.BEYOND, int(b + c)):
+                regressed += 1
+            elif b <= _edge(size, margin, level, Side.WITHIN, int(b + c)):
+                passed += 1
+            else:
+                continue
+            used += size
+            break
+        else:
+            used += sizes[-1]
+    fixed = {}
+    for side in Side:
+        ms = np.asarray(_m_range(n, discordance, discordance))
+        edges = np.array([_edge(n, margin, alpha, side, int(m)) for m in ms])
+        weight = sps.binom.pmf(ms, n, discordance)
+        tail = (
+            sps.binom.sf(edges - 1, ms, share)
+            if side is Side.BEYOND
+            else sps.binom.cdf(edges, ms, share)
+        )
+        fixed[side] = float(np.sum(weight * tail))
+    return SequentialPoint(
+        n, drop, discordance, regressed / runs, passed / runs, used / runs,
+        fixed[Side.BEYOND], fixed[Side.WITHIN],
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=200_000)
+def _edge(n: int, margin: float, level: float, side: Side, m: int) -> int:
+    """The exact test's rejection edge at one m (see rejection_edges)."""
+    return int(rejection_edges(n, margin, level, side, range(m, m + 1))[0])
+
+
+SEQUENTIAL_N = 300
+SEQUENTIAL_CELLS = ((0.0, 0.15), (0.02, 0.05), (0.02, 0.15), (0.05, 0.15), (0.10, 0.15))
+"""(true drop, discordance) rows of docs/gate.md's sequential table."""
+
+
+def render_sequential(points: Sequence[SequentialPoint]) -> str:
+    """docs/gate.md's sequential table."""
+    rows = [
+        "| true drop | flips | P(REGRESSION) sequential / fixed | P(PASS) sequential / fixed "
+        f"| expected n (fixed: {SEQUENTIAL_N}) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for p in points:
+        drop = "0" if p.drop == 0 else f"{p.drop * 100:g} pts"
+        if p.drop == MAX_DROP:
+            drop += " (the margin)"
+        rows.append(
+            f"| {drop} | {p.discordance:.0%} | {p.regression:.3f} / {p.fixed_regression:.3f} | "
+            f"{p.passed:.3f} / {p.fixed_passed:.3f} | {p.mean_n:.0f} |"
+        )
+    return "\n".join(rows)
+
+
 def main() -> None:
     """Print docs/gate.md's tables and the whole-gate sentence."""
     print(render_size_grid(size_grid()))
@@ -279,6 +380,10 @@ def main() -> None:
     print(render_verdict_table(verdict_table()))
     print()
     print(render_family([family_false_alarms(False), family_false_alarms(True)]))
+    print()
+    design = SequentialDesign()
+    cells = [sequential_oc(SEQUENTIAL_N, d, f, design, runs=2000) for d, f in SEQUENTIAL_CELLS]
+    print(render_sequential(cells))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,10 @@ perplexity:
   max_relative_increase: 0.02
 golden:
   max_relative_drop: 0.05   # golden sets: pass rate may drop by 5% of itself at most
+sequential:             # stop each unit as soon as it decides (docs/gate.md#sequential)
+  looks: [0.25, 0.5, 1.0]  # shares of each unit's examples (or a count: 4 equal steps)
+  spending: obf         # Lan-DeMets O'Brien-Fleming alpha spending
+  seed: 0               # the random order the examples run in
 speed:
   max_slowdown: 0.10    # latency gate (regress bench --against): tolerated relative slowdown
 units:
@@ -42,6 +46,7 @@ import yaml
 from regress.core import safe_yaml
 from regress.core.errors import BadInput
 from regress.gate.rules import PassRequires, Rule
+from regress.gate.spending import SequentialDesign
 from regress.gate.stats import Correction, Test
 
 
@@ -125,6 +130,9 @@ class Policy:
     max_slowdown: float = 0.10
     """Latency gate: largest tolerated relative increase of end-to-end latency (0.10 = 10%
     slower); only a significant slowdown beyond it fails."""
+    sequential: SequentialDesign | None = None
+    """A group-sequential gate: looks, alpha spending and the order examples run in; None
+    runs every example and tests once."""
     notices: tuple[str, ...] = field(default=(), compare=False)
     """Lines the report repeats about how the policy was read (a key whose default changed)."""
 
@@ -182,9 +190,14 @@ class Policy:
                 if self.max_relative_drop != 0.05
                 else {}
             ),
+            **({"sequential": _design_dict(self.sequential)} if self.sequential else {}),
             # The latency gate's key only when set: accuracy reports print this dict.
             **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
+
+
+def _design_dict(design: SequentialDesign) -> dict[str, Any]:
+    return {"looks": list(design.looks), "spending": design.spending, "seed": design.seed}
 
 
 def _unit_dict(unit: UnitPolicy) -> dict[str, Any]:
@@ -264,12 +277,41 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
             values["max_relative_drop"] = reader.fraction(
                 golden["max_relative_drop"], "golden.max_relative_drop", open_low=False
             )
+    if top.get("sequential") not in (None, False):
+        values["sequential"] = _parse_design(reader, top["sequential"])
     if "units" in top:
         units = reader.mapping(top["units"], "units")
         values["units"] = {
             str(name): _parse_unit(reader, spec, f"units.{name}") for name, spec in units.items()
         }
     return Policy(**values)
+
+
+def _parse_design(reader: _Reader, spec: Any) -> SequentialDesign:
+    """`sequential: true`, or a mapping of looks (fractions, or a count of equal steps),
+    spending and seed."""
+    if spec is True:
+        return SequentialDesign()
+    entry = reader.mapping(spec, "sequential")
+    reader.no_unknown(entry, {"looks", "spending", "seed"}, "sequential.")
+    values: dict[str, Any] = {}
+    if "looks" in entry:
+        looks = entry["looks"]
+        if isinstance(looks, int) and not isinstance(looks, bool):
+            count = reader.count(looks, "sequential.looks")
+            values["looks"] = tuple((k + 1) / count for k in range(count))
+        elif isinstance(looks, list) and looks:
+            values["looks"] = tuple(reader.number(t, "sequential.looks") for t in looks)
+        else:
+            reader.fail("sequential.looks", looks, "a count or a list of fractions ending at 1")
+    if "spending" in entry:
+        values["spending"] = reader.name(entry["spending"], "sequential.spending")
+    if "seed" in entry:
+        values["seed"] = int(reader.number(entry["seed"], "sequential.seed"))
+    try:
+        return SequentialDesign(**values)
+    except ValueError as exc:
+        raise BadInput(f"{reader.where}: sequential: {exc}") from exc
 
 
 def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:

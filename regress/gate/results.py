@@ -294,6 +294,40 @@ class CacheUse:
 
 
 @dataclass(frozen=True)
+class Look:
+    """One look of a sequential gate: what it had seen and which units it settled."""
+
+    fraction: float
+    """The share of each undecided unit's examples seen by this look."""
+    examples: int
+    """Paired examples judged at this look, every unit together."""
+    decided: tuple[str, ...]
+    """Gated units whose verdict this look settled (REGRESSION, PASS or ERROR)."""
+
+
+@dataclass(frozen=True)
+class SequentialRun:
+    """How a sequential gate ran (regress.gate.sequential): its design and where it stopped."""
+
+    looks: tuple[float, ...]
+    spending: str
+    seed: int
+    taken: tuple[Look, ...]
+    """The looks taken, in order; fewer than `looks` when the gate stopped early."""
+    examples_run: int
+    """Examples the candidate ran (golden sets included)."""
+    examples_total: int
+    """Examples the fixed gate would have run."""
+    decided_at: dict[str, int]
+    """Gated unit -> the look (1-based) that settled it, or the last look taken."""
+    stopped: str
+    """Why the run stopped: every gated unit decided, a REGRESSION, or the last look."""
+    adjusted_delta: dict[str, float] = field(default_factory=dict)
+    """Accuracy units settled before the last look: the median-unbiased Δ (stage-wise
+    ordering), since the naive Δ of a unit that stopped early overstates its change."""
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The outcome of `compare`: the JSON report is `to_dict()`."""
 
@@ -324,11 +358,15 @@ class Comparison:
     """Generation units: each failure class's rate on both sides (regress.gate.failure_rates)."""
     cache: tuple[CacheUse, ...] = ()
     """Set by `regress.gate.check.check` for the runs it made: how many results it replayed."""
+    sequential: SequentialRun | None = None
+    """Set by `regress.gate.sequential.check_sequential`: the looks the gate took."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the whole comparison."""
         data = asdict(self)
+        if self.sequential is None:
+            del data["sequential"]
         data["policy"] = self.policy.to_dict()
         data["exit_code"] = int(self.exit_code)
         return data

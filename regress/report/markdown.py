@@ -24,6 +24,7 @@ from regress.gate.results import (
     Fingerprint,
     Flip,
     HardwareAction,
+    SequentialRun,
     UnitKind,
     UnitResult,
     Verdict,
@@ -112,6 +113,7 @@ def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> s
         _unit_table(comparison.units, UnitKind.PERPLEXITY, evidence),
         _legend(comparison, docs),
         _proxy(comparison.units),
+        _looks(comparison),
         _notes(comparison),
         _answer_shift(comparison.units),
         _subjects(comparison.units, subjects),
@@ -446,6 +448,8 @@ def _plain_notes(comparison: Comparison) -> str:
     lines += [
         f"- ❌ **failure rate**: {_rate_words(f)}" for f in comparison.failures if f.regressed
     ]
+    if comparison.sequential is not None:
+        lines.append(f"- ⏱️ {_stopped_words(comparison.sequential)}")
     warnings = comparison.warnings
     lines += [f"- ⚠️ {w}" for w in warnings[:WARNINGS_ABOVE]]
     if len(warnings) > WARNINGS_ABOVE:
@@ -454,6 +458,43 @@ def _plain_notes(comparison: Comparison) -> str:
 
 
 GLOSSARY_ANCHOR = "glossary"
+
+
+def _stopped_words(run: SequentialRun) -> str:
+    share = run.examples_run / run.examples_total if run.examples_total else 1.0
+    return (
+        f"sequential gate: stopped at look {len(run.taken)} of {len(run.looks)} "
+        f"({run.stopped}); {run.examples_run:,} of {run.examples_total:,} examples run "
+        f"({share:.0%})"
+    )
+
+
+def _looks(comparison: Comparison) -> str:
+    """The sequential design and each look taken: what it had seen and what it settled."""
+    run = comparison.sequential
+    if run is None:
+        return ""
+    units = {u.name: u.delta for u in comparison.units if u.delta is not None}
+    rows = [
+        f"| {k} | {look.fraction:.0%} | {look.examples:,} | {', '.join(look.decided) or '-'} |"
+        for k, look in enumerate(run.taken, start=1)
+    ]
+    return (
+        "### Sequential looks\n\n"
+        f"Lan-DeMets O'Brien-Fleming alpha spending over looks at "
+        f"{', '.join(f'{t:.0%}' for t in run.looks)} of each unit's examples, run in a random "
+        f"order (seed {run.seed}). p-values are repeated p-values and bounds repeated "
+        "confidence bounds: valid whenever the gate stops. A unit's Δ is the naive estimate at "
+        "the look that settled it.\n\n"
+        "| look | share | paired examples | decided |\n|---|---|---|---|\n"
+        + "\n".join(rows)
+        + "".join(
+            f"\n\n{name} stopped early with Δ {units[name] * 100:+.1f} pts; median-unbiased "
+            f"Δ {delta * 100:+.1f} pts (stage-wise ordering)."
+            for name, delta in sorted(run.adjusted_delta.items())
+            if name in units
+        )
+    )
 
 
 def _glossary(docs: _Docs) -> str:

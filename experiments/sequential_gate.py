@@ -1,0 +1,121 @@
+"""The sequential gate against the fixed one on real candidates: same verdicts, wall time of each.
+
+SmolLM2-135M's packaged Q4_1 is the baseline (made here, so the CPU kernels match); each
+candidate is a real requantization of it. Every candidate is gated one job at a time and
+without the result cache: by the fixed gate (every example), then by the sequential gate under
+each design asked (O'Brien-Fleming spending; looks at 25/50/100% by default). Prints a
+Markdown table and the CPU flags.
+
+    .venv/bin/python experiments/sequential_gate.py --tasks builtin \
+        --looks "0.25,0.5,1;0.25,0.5,0.75,1"
+    .venv/bin/python experiments/sequential_gate.py --tasks mmlu --limit 20 --num-fewshot 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+import llama_cpp
+
+from regress.backends.models import resolve_model_path
+from regress.core.manifest import Run
+from regress.core.store import Store
+from regress.gate.check import CandidateModel, CheckOptions, check
+from regress.gate.policy import Policy
+from regress.gate.results import Comparison
+from regress.gate.spending import SequentialDesign
+from regress.run.engine import TaskSpec
+from regress.run.runner import RunPlan, execute
+from regress.sweep.quantize import quantize_file
+from regress.tasks import get_tasks, resolve_source
+from regress.tasks.base import DataSource
+
+DATA = Path(os.environ.get("REGRESS_DATA_DIR", Path(__file__).resolve().parents[2] / "shared/data"))
+
+
+def main() -> None:
+    """Gate each candidate fixed and under each design; print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="builtin", help="tasks or groups, comma-separated")
+    parser.add_argument("--limit", type=int, default=None, help="documents per task")
+    parser.add_argument("--num-fewshot", type=int, default=None)
+    parser.add_argument("--types", default="Q8_0,Q4_0,Q2_K,IQ3_S", help="candidate types")
+    parser.add_argument(
+        "--looks",
+        default="0.25,0.5,1",
+        help="designs to compare, ';' between them (e.g. '0.25,0.5,1;0.25,0.5,0.75,1')",
+    )
+    args = parser.parse_args()
+    designs = [
+        SequentialDesign(tuple(float(t) for t in looks.split(",")))
+        for looks in args.looks.split(";")
+    ]
+    source = resolve_source(DATA)
+    reference = resolve_model_path("smollm2-135m")
+    specs = tuple(
+        TaskSpec(task, args.num_fewshot, args.limit) for task in get_tasks(args.tasks.split(","))
+    )
+    rows: list[str] = []
+    shares: dict[SequentialDesign, list[float]] = {d: [] for d in designs}
+    with tempfile.TemporaryDirectory(prefix="sequential-") as scratch:
+        root = Path(scratch)
+        start = time.perf_counter()
+        base_run = execute(RunPlan(specs, str(reference), name="base", source=source)).run
+        base_s = time.perf_counter() - start
+        store = Store(root / "store")
+        store.save(base_run)
+        baseline = store.load("base")
+        for kind in args.types.split(","):
+            model = CandidateModel(str(quantize_file(reference, kind, root / f"{kind}.gguf")))
+            fixed, fixed_s = _timed(baseline, model, Policy(), source)
+            for design in designs:
+                seq, seq_s = _timed(baseline, model, Policy(sequential=design), source)
+                run = seq.sequential
+                assert run is not None
+                shares[design].append(seq_s / fixed_s)
+                units = " ".join(
+                    f"{u.name}:{u.verdict.value}@{run.decided_at.get(u.name, '-')}"
+                    for u in seq.units
+                    if u.gated
+                )
+                rows.append(
+                    f"| {kind} | {_looks(design)} | {fixed.verdict.value} | {seq.verdict.value} | "
+                    f"{'yes' if fixed.verdict is seq.verdict else '**no**'} | {units} | "
+                    f"{run.examples_run:,} / {run.examples_total:,} | {fixed_s:.0f} s | "
+                    f"{seq_s:.0f} s | {seq_s / fixed_s:.0%} |"
+                )
+    print(
+        f"tasks {args.tasks}, limit {args.limit}, shots {args.num_fewshot}; baseline run "
+        f"{base_s:.0f} s\n"
+    )
+    print(
+        "| candidate | looks | fixed verdict | sequential verdict | same | units (verdict@look) "
+        "| examples run | fixed wall | sequential wall | sequential / fixed |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    for design, found in shares.items():
+        print(f"\nlooks {_looks(design)}: median sequential / fixed wall time {median(found):.0%}")
+    print(f"\nllama.cpp system info: {llama_cpp.llama_print_system_info().decode().strip()}")
+
+
+def _looks(design: SequentialDesign) -> str:
+    return "/".join(f"{t:.0%}" for t in design.looks)
+
+
+def _timed(
+    baseline: Run, model: CandidateModel, policy: Policy, source: DataSource
+) -> tuple[Comparison, float]:
+    """The gate's comparison, and its wall time without the result cache."""
+    start = time.perf_counter()
+    found = check(baseline, model, CheckOptions(policy=policy, source=source)).comparison
+    return found, time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Group-sequential boundaries from an alpha-spending function, and what a look's test means.
+
+A sequential gate looks at its examples a few times as they arrive (information fractions
+t_1 < ... < t_K = 1) and stops a unit as soon as one of its one-sided tests decides. Testing at
+the full alpha at every look would fail far more often than alpha; Lan & DeMets (1983) spend
+alpha over the looks instead: by fraction t at most α(t) of it, with O'Brien-Fleming's shape
+
+    α(t) = 2 - 2 Φ(z_{1 - α/2} / √t),
+
+which spends almost nothing early (0.00009 of 0.05 at a quarter) and keeps the last look close to
+the fixed design's. The boundary c_k of look k is the z that makes the chance of first crossing
+there, under the null, exactly α(t_k) - α(t_{k-1}); the joint law of the z statistics over
+looks is the canonical one (independent increments, corr(Z_j, Z_k) = √(t_j / t_k)), integrated
+with gsDesign's grid recursion (the `gsdesign` package).
+
+The gate's own exact tests are kept; a look compares their p-value with the look's nominal
+level 1 - Φ(c_k). Equivalently, a look turns the p-value into a *repeated p-value* (Jennison
+& Turnbull 2000, ch. 9): the smallest total alpha whose boundary rejects at this look. The
+gate's Holm family runs on repeated p-values unchanged, and a bound inverted at the nominal
+level is a repeated confidence bound, valid whenever the gate stops.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+from scipy.stats import norm
+
+GRID = 18
+"""gsDesign's default grid size (r): its published boundaries are reproduced to 1e-4."""
+SPENDING = ("obf",)
+"""The spending functions a design may name: Lan-DeMets O'Brien-Fleming."""
+
+
+@dataclass(frozen=True)
+class SequentialDesign:
+    """When a sequential gate looks, and how it spends alpha over the looks."""
+
+    looks: tuple[float, ...] = (0.25, 0.5, 1.0)
+    """Information fractions: the share of each unit's examples seen at each look. No look at
+    75% by default: it would spend alpha the last look needs (its nominal level would fall
+    from 0.048 to 0.043 at alpha 0.05), and a case still open at half is a close call."""
+    spending: str = "obf"
+    seed: int = 0
+    """Seed of the random order the examples are run in."""
+
+    def __post_init__(self) -> None:
+        looks = self.looks
+        if not looks or any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+            raise ValueError("sequential looks must increase")
+        if looks[0] <= 0 or not math.isclose(looks[-1], 1.0):
+            raise ValueError("sequential looks must lie in (0, 1] and end at 1")
+        if self.spending not in SPENDING:
+            raise ValueError(f"unknown spending {self.spending!r}: choose {', '.join(SPENDING)}")
+
+    def nominal_level(self, alpha: float, look: int) -> float:
+        """The p-value under which look `look` (0-based) rejects, for a total `alpha`."""
+        return float(norm.sf(boundaries(alpha, self.looks)[look]))
+
+    def repeated_pvalue(self, pvalue: float, look: int) -> float:
+        """The smallest total alpha at which `pvalue` rejects at look `look` (at most 1)."""
+        if pvalue <= 0.0:
+            return 0.0
+        if self.nominal_level(1.0 - 1e-12, look) <= pvalue:
+            return 1.0
+        # The nominal level grows with alpha, so the alpha that reaches `pvalue` is unique.
+        return float(
+            optimize.brentq(
+                lambda a: self.nominal_level(a, look) - pvalue, 1e-15, 1.0 - 1e-12, xtol=1e-10
+            )
+        )
+
+
+def obf_spent(alpha: float, t: float) -> float:
+    """Lan-DeMets O'Brien-Fleming: the share of a one-sided `alpha` spent by fraction `t`."""
+    return float(2.0 * norm.sf(norm.isf(alpha / 2.0) / math.sqrt(t)))
+
+
+@functools.lru_cache(maxsize=4096)
+def boundaries(alpha: float, looks: tuple[float, ...]) -> tuple[float, ...]:
+    """One-sided z boundaries c_1..c_K spending `alpha` over `looks` (O'Brien-Fleming shape)."""
+    from gsdesign import h1, hupdate
+
+    spent = [obf_spent(alpha, t) for t in looks]
+    found = [float(norm.isf(spent[0]))]
+    grid = h1(GRID, 0.0, looks[0], -np.inf, found[0])
+    for k in range(1, len(looks)):
+        step = spent[k] - spent[k - 1]
+        previous, info = looks[k - 1], looks[k]
+
+        def crossing(c: float, grid=grid, previous=previous, info=info, step=step) -> float:
+            above = hupdate(GRID, 0.0, info, c, np.inf, 0.0, previous, grid)
+            return float(np.sum(above[2])) - step
+
+        c = _solve(crossing)
+        found.append(c)
+        grid = hupdate(GRID, 0.0, info, -np.inf, c, 0.0, previous, grid)
+    return tuple(found)
+
+
+def _solve(crossing: Callable[[float], float]) -> float:
+    """The boundary where the first-crossing probability equals its share of alpha; a share
+    too small to reach within 40 SDs (alpha all but spent) is a boundary never crossed."""
+    low, high = -40.0, 40.0
+    if crossing(high) > 0:
+        return high
+    if crossing(low) < 0:
+        return low
+    return float(optimize.brentq(crossing, low, high, xtol=1e-10))
+
+
+def stopping(
+    design: SequentialDesign, alpha: float, theta: float
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """P(first crossing above, below) at each look of a unit tested both ways at `alpha`.
+
+    The statistic at look k is Z_k = (drop estimate - margin) / SE_k; its drift is θ √t_k
+    with θ = (true drop - margin) / SE at the full n. Above is a REGRESSION, below a PASS.
+    """
+    from gsdesign import h1, hupdate
+
+    c = boundaries(alpha, design.looks)
+    up, down = [], []
+    grid = None
+    previous = 0.0
+    for k, info in enumerate(design.looks):
+        # h1/hupdate take a drift per unit of information: θ here is per full information.
+        if grid is None:
+            above = h1(GRID, theta, info, c[k], np.inf)
+            below = h1(GRID, theta, info, -np.inf, -c[k])
+            grid = h1(GRID, theta, info, -c[k], c[k])
+        else:
+            above = hupdate(GRID, theta, info, c[k], np.inf, theta, previous, grid)
+            below = hupdate(GRID, theta, info, -np.inf, -c[k], theta, previous, grid)
+            grid = hupdate(GRID, theta, info, -c[k], c[k], theta, previous, grid)
+        up.append(float(np.sum(above[2])))
+        down.append(float(np.sum(below[2])))
+        previous = info
+    return tuple(up), tuple(down)
+
+
+def expected_fraction(design: SequentialDesign, alpha: float, theta: float) -> float:
+    """The expected share of the examples a unit uses before it stops, at drift `theta`."""
+    up, down = stopping(design, alpha, theta)
+    stopped = [u + d for u, d in zip(up, down, strict=True)]
+    used, left = 0.0, 1.0
+    for k, t in enumerate(design.looks[:-1]):
+        used += stopped[k] * t
+        left -= stopped[k]
+    return used + max(0.0, left) * design.looks[-1]
+
+
+def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: float) -> float:
+    """The median-unbiased drift θ after a unit stopped at `look` (0-based) with statistic z.
+
+    Stage-wise ordering (Jennison & Turnbull 2000, 8.4): an outcome is more extreme when it
+    crossed the same boundary at an earlier look, or at this look further out. θ̂ is the drift
+    at which such outcomes have probability one half. The naive estimate of a unit stopped
+    early overstates its effect, since it stopped because the effect looked large.
+    """
+    from gsdesign import h1, hupdate
+
+    c = boundaries(alpha, design.looks)
+
+    def beyond(theta: float) -> float:
+        # Upward: crossing the upper boundary earlier, or reaching this look at z or above.
+        total, grid, previous = 0.0, None, 0.0
+        for k in range(look + 1):
+            info = design.looks[k]
+            low, high = (z if k == look else c[k]), np.inf
+            if grid is None:
+                found = h1(GRID, theta, info, low, high)
+                grid = h1(GRID, theta, info, -c[k], c[k])
+            else:
+                found = hupdate(GRID, theta, info, low, high, theta, previous, grid)
+                grid = hupdate(GRID, theta, info, -c[k], c[k], theta, previous, grid)
+            total += float(np.sum(found[2]))
+            previous = info
+        return total - 0.5
+
+    return float(optimize.brentq(beyond, -60.0, 60.0, xtol=1e-8))

@@ -1,0 +1,184 @@
+"""The sequential gate: boundaries against published tables, its operating characteristics by
+seeded simulation of the gate's own exact tests, and a real candidate stopped early."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from regress.core.errors import BadInput
+from regress.core.store import Store
+from regress.gate.check import CandidateModel, CheckOptions, check
+from regress.gate.operating import (
+    SEQUENTIAL_CELLS,
+    SEQUENTIAL_N,
+    SequentialPoint,
+    render_sequential,
+    sequential_oc,
+)
+from regress.gate.policy import Policy, parse_policy
+from regress.gate.results import Verdict
+from regress.gate.spending import (
+    SequentialDesign,
+    boundaries,
+    expected_fraction,
+    median_unbiased_drift,
+    obf_spent,
+    stopping,
+)
+from regress.report.markdown import render_markdown
+from regress.run.engine import TaskSpec
+from regress.run.runner import RunPlan, execute
+from regress.sweep.quantize import quantize_file
+from regress.tasks import get_tasks
+
+FOUR = (0.25, 0.5, 0.75, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("alpha", "looks", "published"),
+    [
+        # gsDesign(k=4, test.type=1, sfu=sfLDOF), one-sided 0.025, equal steps.
+        (0.025, FOUR, (4.3326, 2.9631, 2.3590, 2.0141)),
+        # The same for five looks.
+        (0.025, (0.2, 0.4, 0.6, 0.8, 1.0), (4.8769, 3.3569, 2.6803, 2.2898, 2.0310)),
+        # One-sided 0.05, four looks (SeqBounds.jl's README).
+        (0.05, FOUR, (3.7496, 2.5399, 2.0160, 1.7201)),
+    ],
+)
+def test_boundaries_match_published_tables(alpha, looks, published):
+    assert boundaries(alpha, looks) == pytest.approx(published, abs=2e-4)
+
+
+def test_the_null_crosses_with_exactly_the_spent_alpha():
+    design = SequentialDesign(FOUR)
+    up, down = stopping(design, 0.05, 0.0)
+    assert sum(up) == pytest.approx(0.05, abs=1e-6)
+    assert sum(down) == pytest.approx(0.05, abs=1e-6)
+    # Each look spends its share of the spending function, no more.
+    spent = [obf_spent(0.05, t) for t in FOUR]
+    assert up[0] == pytest.approx(spent[0], rel=1e-3)
+    assert sum(up[:2]) == pytest.approx(spent[1], rel=1e-3)
+
+
+@pytest.mark.parametrize("look", range(len(SequentialDesign().looks)))
+@pytest.mark.parametrize("pvalue", [1e-6, 0.0004, 0.004, 0.02, 0.04, 0.3])
+def test_a_repeated_pvalue_rejects_exactly_where_the_nominal_level_does(look, pvalue):
+    design = SequentialDesign()
+    repeated = design.repeated_pvalue(pvalue, look)
+    assert repeated >= pvalue  # a look never claims more than one test at that p would
+    for alpha in (0.01, 0.025, 0.05, 0.1):
+        nominal = design.nominal_level(alpha, look)
+        if not math.isclose(pvalue, nominal, rel_tol=1e-6):
+            assert (repeated < alpha) == (pvalue < nominal)
+
+
+def test_stopping_early_pays_off_only_when_the_answer_is_clear():
+    design = SequentialDesign()
+    # theta: the full-n z drift of the margin test; 0 is a drop of exactly max_drop.
+    assert expected_fraction(design, 0.05, 0.0) > 0.95
+    assert expected_fraction(design, 0.05, 6.0) < 0.5
+
+
+def test_the_median_unbiased_estimate_removes_the_early_stopping_bias():
+    """Normal-model simulation at a drift of 3 (a clear case that often stops early), 1,500
+    seeded runs: the naive estimate lands above the truth more often than not and is biased
+    upwards; the median-unbiased one lands above it half the time (its defining property;
+    0.04 is three standard errors)."""
+    design = SequentialDesign()
+    c = boundaries(0.05, design.looks)
+    rng = np.random.default_rng(0)
+    steps = np.diff([0.0, *design.looks])
+    naive, adjusted = [], []
+    for _ in range(1500):
+        z = np.cumsum(rng.normal(3.0 * steps, np.sqrt(steps))) / np.sqrt(design.looks)
+        last = len(design.looks) - 1
+        k = next(k for k in range(last + 1) if abs(z[k]) >= c[k] or k == last)
+        naive.append(z[k] / math.sqrt(design.looks[k]))
+        adjusted.append(median_unbiased_drift(design, 0.05, k, float(z[k])))
+    assert np.mean(np.array(naive) > 3.0) > 0.55
+    assert np.mean(naive) - 3.0 > 0.2
+    assert np.mean(np.array(adjusted) > 3.0) == pytest.approx(0.5, abs=0.04)
+
+
+def test_policy_reads_a_design_and_refuses_a_bad_one():
+    assert parse_policy({"sequential": True}).sequential == SequentialDesign()
+    design = parse_policy({"sequential": {"looks": 5, "seed": 3}}).sequential
+    assert design == SequentialDesign((0.2, 0.4, 0.6, 0.8, 1.0), "obf", 3)
+    assert parse_policy({"sequential": {"looks": [0.5, 1]}}).sequential.looks == (0.5, 1.0)
+    assert "sequential" not in Policy().to_dict()
+    for bad in ({"looks": [0.5, 0.4, 1]}, {"looks": [0.5]}, {"spending": "pocock"}, {"x": 1}):
+        with pytest.raises(BadInput, match="sequential"):
+            parse_policy({"sequential": bad})
+
+
+RUNS = 2000
+
+
+@pytest.fixture(scope="module")
+def oc() -> dict[tuple[float, float], SequentialPoint]:
+    """docs/gate.md's sequential table, recomputed: 2,000 seeded runs per (drop, discordance)."""
+    design = SequentialDesign()
+    return {
+        (drop, psi): sequential_oc(SEQUENTIAL_N, drop, psi, design, runs=RUNS)
+        for drop, psi in SEQUENTIAL_CELLS
+    }
+
+
+def test_size_at_the_margin_stays_within_alpha(oc):
+    """P(REGRESSION) and P(PASS) at a true drop of exactly max_drop: at most alpha plus twice
+    the Monte Carlo error."""
+    slack = 2 * math.sqrt(0.05 * 0.95 / RUNS)
+    for psi in (0.05, 0.15):
+        point = oc[(0.02, psi)]
+        assert point.regression <= 0.05 + slack, point
+        assert point.passed <= 0.05 + slack, point
+
+
+def test_power_stays_near_the_fixed_design_and_a_clear_drop_stops_early(oc):
+    slack = 0.02 + 2 * math.sqrt(0.25 / RUNS)
+    for point in oc.values():
+        assert point.regression == pytest.approx(point.fixed_regression, abs=slack), point
+        assert point.passed == pytest.approx(point.fixed_passed, abs=slack), point
+        assert point.mean_n <= SEQUENTIAL_N
+    assert oc[(0.10, 0.15)].mean_n < 0.8 * SEQUENTIAL_N
+
+
+def test_the_docs_show_the_sequential_table_the_code_computes(oc):
+    table = render_sequential([oc[cell] for cell in SEQUENTIAL_CELLS])
+    assert table in (Path(__file__).resolve().parents[1] / "docs/gate.md").read_text()
+
+
+@pytest.mark.model
+def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Path, smollm2_path):
+    """IQ3_S on 100 arithmetic questions: the fixed gate (computed here, the oracle) and the
+    sequential gate give the same verdict; the sequential one needs fewer examples."""
+    [task] = get_tasks(["builtin_arithmetic"])
+    candidate = tmp_path / "iq3_s.gguf"
+    quantize_file(smollm2_path, "IQ3_S", candidate)
+    plan = RunPlan((TaskSpec(task),), str(smollm2_path), "llama_cpp", {}, name="here")
+    store = Store(tmp_path / "store")
+    store.save(execute(plan).run)
+    baseline = store.load("here")
+    policy = Policy(min_examples=20)
+    fixed = check(baseline, CandidateModel(str(candidate)), CheckOptions(policy=policy))
+    sequential = check(
+        baseline,
+        CandidateModel(str(candidate)),
+        CheckOptions(policy=Policy(min_examples=20, sequential=SequentialDesign())),
+    )
+    assert fixed.comparison.verdict is Verdict.REGRESSION
+    assert sequential.comparison.verdict is fixed.comparison.verdict
+    run = sequential.comparison.sequential
+    assert run is not None and run.examples_total == 100
+    assert run.examples_run < 100 and len(run.taken) < len(run.looks)
+    assert sequential.comparison.exit_code == fixed.comparison.exit_code
+    report = render_markdown(sequential.comparison)
+    assert f"stopped at look {len(run.taken)} of {len(run.looks)}" in report
+    data = json.loads(json.dumps(sequential.comparison.to_dict()))
+    assert data["sequential"]["examples_run"] == run.examples_run
+    assert "sequential" not in fixed.comparison.to_dict()
