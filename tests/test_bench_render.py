@@ -191,6 +191,7 @@ def test_cli_bad_inputs_are_one_line_exit_2(tmp_path):
         (["compare", "-m", "a,b", "--max-memory", "lots"], "--max-memory: expected a size"),
         # One meaning per option name: --baseline is a stored baseline in every other command.
         (["bench", "--baseline", "b.gguf", "-m", "m"], "bench --baseline is now --against"),
+        (["sweep", "-m", "m", "--bench-runs", "3", "-o", "x"], "sweep --bench-runs is now --runs"),
         # lm-eval's --model names a backend; here it is the model, and the error says so.
         (["eval", "-m", "hf", "-t", "arc_easy"], "did you mean --backend hf"),
         (["bench", "-m", "vllm"], "did you mean --backend openai"),

@@ -17,6 +17,7 @@ from regress.cli.common import (
     handles_errors,
     parse_args,
     policy_option,
+    renamed_option,
     stderr,
     stdout,
     write_report,
@@ -192,7 +193,8 @@ def _write(path: Path, run: BenchRun) -> None:
     default=None,
     help="The --against model's settings (default: --model-args).",
 )
-@click.option("--baseline", "renamed", default=None, hidden=True, expose_value=True)
+# `--baseline` names a stored baseline in every other command (check, drift, plan).
+@renamed_option("bench", "--baseline", "--against")
 @policy_option("Policy YAML; its `speed: {max_slowdown: 0.10}` sets the latency gate's margin.")
 @click.option(
     "--output",
@@ -221,7 +223,6 @@ def bench(
     server_pid: int | None,
     baseline: str | None,
     baseline_args: str | None,
-    renamed: str | None,
     policy_path: Path | None,
     outputs: tuple[Path, ...],
 ) -> None:
@@ -238,9 +239,6 @@ def bench(
           --concurrency 1,4,16 --slo ttft=500ms,tpot=50ms -o serve.json
       regress bench --against smollm2-135m -m candidate.gguf --policy policy.yaml -r 3
     """
-    if renamed is not None:
-        # `--baseline` names a stored baseline everywhere else (check, drift, plan).
-        raise BadInput(f"bench --baseline is now --against (--against {renamed})")
     for output in outputs:
         if output.is_dir():
             raise BadInput(f"--output {output} is a folder; give a file name")

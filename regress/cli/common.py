@@ -131,6 +131,16 @@ def model_options(func: F) -> F:
     )(func)
 
 
+def renamed_option(command: str, old: str, new: str) -> Callable[[F], F]:
+    """A hidden option under its old name: using it exits 2 with the name to use instead."""
+
+    def refuse(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            raise click.UsageError(f"{command} {old} is now {new} ({new} {value})", ctx)
+
+    return click.option(old, default=None, hidden=True, expose_value=False, callback=refuse)
+
+
 def policy_option(help_text: str) -> Callable[[F], F]:
     """--policy FILE (read by `regress.gate.policy.load_policy`; default: the built-in policy)."""
     return click.option(

@@ -14,6 +14,7 @@ from regress.cli.common import (
     data_options,
     data_source,
     handles_errors,
+    renamed_option,
     stderr,
 )
 from regress.core.errors import BadInput
@@ -65,7 +66,8 @@ from regress.core.errors import BadInput
     show_default=True,
     help="Generation test size in tokens (as `regress bench -n`; one size per sweep).",
 )
-@click.option("--bench-runs", "renamed_runs", type=int, default=None, hidden=True)
+# The same option names as `regress bench` (issue #27).
+@renamed_option("sweep", "--bench-runs", "--runs")
 @click.option("--threads", type=int, default=None, help="llama.cpp threads (default: all).")
 @click.option("--stop-after", type=int, default=None, help="Measure at most N new configurations.")
 @click.option(
@@ -92,7 +94,6 @@ def sweep(
     bench_runs: int,
     n_prompt: int,
     n_gen: int,
-    renamed_runs: int | None,
     threads: int | None,
     stop_after: int | None,
     reevaluate: bool,
@@ -110,9 +111,6 @@ def sweep(
           -o sweeps/smollm2
       regress recommend --sweep sweeps/smollm2 --max-latency 50ms --max-memory 1GB
     """
-    if renamed_runs is not None:
-        # The same option names as `regress bench` (issue #27).
-        raise BadInput(f"sweep --bench-runs is now --runs (-r {renamed_runs}), as in bench")
     require_extra("psutil")
     from regress.sweep.run import SweepOptions, load_config_space, parse_types, run_sweep
     from regress.sweep.token_kld import DivergenceOptions
