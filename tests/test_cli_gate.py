@@ -17,10 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from regress.cli import cli
-from regress.cli.baseline import small_units
 from regress.core.errors import ExitCode
 from regress.core.store import Store
-from regress.gate.baseline_power import FACTS_DISCORDANCE, plan_baseline
+from regress.gate.baseline_power import FACTS_DISCORDANCE, plan_baseline, small_units
 from regress.gate.policy import Policy
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN

@@ -30,9 +30,8 @@ from regress.cli.common import (
 )
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
-from regress.core.manifest import Run
 from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
-from regress.gate.baseline_power import FACTS_DISCORDANCE, plan_baseline
+from regress.gate.baseline_power import small_units
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
     check_fit_to_store,
@@ -40,8 +39,7 @@ from regress.gate.integrity import (
     proxy_problems,
     record_problems,
 )
-from regress.gate.policy import Policy, load_policy
-from regress.gate.results import UnitKind
+from regress.gate.policy import load_policy
 from regress.run.generation import GenerationSettings
 from regress.run.lm_eval_import import read_lm_eval_run
 from regress.run.runner import RunPlan, suite_specs
@@ -152,27 +150,6 @@ def create(
         )
     for line in small_units(outcome.run, policy):
         click.echo(f"warning: {line}", err=True)
-
-
-def small_units(run: Run, policy: Policy) -> list[str]:
-    """One line per gated unit with fewer examples than the policy's `min_examples`: every
-    check against it will be INCONCLUSIVE, so say so now, with the n that would decide."""
-    lines = []
-    for unit in plan_baseline(run, policy, FACTS_DISCORDANCE):
-        if not unit.gated or unit.kind is UnitKind.PERPLEXITY or unit.n >= policy.min_examples:
-            continue
-        line = (
-            f"unit {unit.name} has {unit.n} examples, under the policy's min_examples "
-            f"{policy.min_examples}: every check of it will be INCONCLUSIVE"
-        )
-        if unit.n_needed and unit.drop:
-            needed = max(unit.n_needed, policy.min_examples)
-            line += (
-                f"; about {needed:,} would detect a {unit.drop * 100:.1f}-point drop (twice "
-                f"max_drop, if {FACTS_DISCORDANCE:.0%} of answers flip: `regress plan`)"
-            )
-        lines.append(line)
-    return lines
 
 
 @baseline.command("list")

@@ -117,3 +117,24 @@ def plan_baseline(
             )
         )
     return plans
+
+
+def small_units(run: Run, policy: Policy) -> list[str]:
+    """One line per gated unit with fewer examples than the policy's `min_examples`: every
+    check against it will be INCONCLUSIVE, so say so now, with the n that would decide."""
+    lines = []
+    for unit in plan_baseline(run, policy, FACTS_DISCORDANCE):
+        if not unit.gated or unit.kind is UnitKind.PERPLEXITY or unit.n >= policy.min_examples:
+            continue
+        line = (
+            f"unit {unit.name} has {unit.n} examples, under the policy's min_examples "
+            f"{policy.min_examples}: every check of it will be INCONCLUSIVE"
+        )
+        if unit.n_needed and unit.drop:
+            needed = max(unit.n_needed, policy.min_examples)
+            line += (
+                f"; about {needed:,} would detect a {unit.drop * 100:.1f}-point drop (twice "
+                f"max_drop, if {FACTS_DISCORDANCE:.0%} of answers flip: `regress plan`)"
+            )
+        lines.append(line)
+    return lines
