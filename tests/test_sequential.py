@@ -164,12 +164,18 @@ def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Pa
     store = Store(tmp_path / "store")
     store.save(execute(plan).run)
     baseline = store.load("here")
-    policy = Policy(min_examples=20)
-    fixed = check(baseline, CandidateModel(str(candidate)), CheckOptions(policy=policy))
+    # One result cache: the fixed gate replays what the sequential one ran and computes the
+    # rest, so the oracle costs only the examples the sequential gate left out.
+    cache = tmp_path / "cache"
     sequential = check(
         baseline,
         CandidateModel(str(candidate)),
-        CheckOptions(policy=Policy(min_examples=20, sequential=SequentialDesign())),
+        CheckOptions(Policy(min_examples=20, sequential=SequentialDesign()), cache_dir=cache),
+    )
+    fixed = check(
+        baseline,
+        CandidateModel(str(candidate)),
+        CheckOptions(Policy(min_examples=20), cache_dir=cache),
     )
     assert fixed.comparison.verdict is Verdict.REGRESSION
     assert sequential.comparison.verdict is fixed.comparison.verdict
@@ -177,6 +183,9 @@ def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Pa
     assert run is not None and run.examples_total == 100
     assert run.examples_run < 100 and len(run.taken) < len(run.looks)
     assert sequential.comparison.exit_code == fixed.comparison.exit_code
+    [use] = fixed.comparison.cache
+    # Every example sends the same number of requests: replayed ones are the examples run.
+    assert use.replayed * 100 == run.examples_run * (use.replayed + use.computed)
     report = render_markdown(sequential.comparison)
     assert f"stopped at look {len(run.taken)} of {len(run.looks)}" in report
     data = json.loads(json.dumps(sequential.comparison.to_dict()))
