@@ -138,7 +138,9 @@ def renamed_option(command: str, old: str, new: str) -> Callable[[F], F]:
         if value is not None:
             raise click.UsageError(f"{command} {old} is now {new} ({new} {value})", ctx)
 
-    return click.option(old, default=None, hidden=True, expose_value=False, callback=refuse)
+    # A name of its own: the new option may keep the old one's (sweep's --runs is bench_runs).
+    name = "renamed_" + old.lstrip("-").replace("-", "_")
+    return click.option(old, name, default=None, hidden=True, expose_value=False, callback=refuse)
 
 
 def policy_option(help_text: str) -> Callable[[F], F]:
