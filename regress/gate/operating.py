@@ -31,7 +31,7 @@ from scipy import stats as sps
 
 from regress.gate.margin_test import Side, margin_pvalue, rejection_edges
 from regress.gate.rules import PassRequires, Rule, inconclusive, regression
-from regress.gate.spending import SequentialDesign
+from regress.gate.spending import SequentialDesign, cut
 from regress.gate.stats import (
     SEED,
     Test,
@@ -307,7 +307,7 @@ def sequential_oc(
     rng = np.random.default_rng(seed)
     share = (discordance + drop) / (2 * discordance)
     # The examples of each look's increment: (b, c) counts drawn as the gate sees them.
-    sizes = [math.ceil(n * t - 1e-9) if t < 1 else n for t in design.looks]
+    sizes = [cut(n, t) for t in design.looks]
     steps = np.diff([0, *sizes])
     probs = [discordance * share, discordance * (1 - share), 1 - discordance]
     draws = np.stack([rng.multinomial(s, probs, size=runs)[:, :2] for s in steps], axis=1)

@@ -50,7 +50,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.spending import SequentialDesign, median_unbiased_drift
+from regress.gate.spending import SequentialDesign, cut, median_unbiased_drift
 from regress.run.engine import Prepared, prepare
 from regress.run.runner import Outcome
 
@@ -67,11 +67,6 @@ def run_order(prepared: Prepared, design: SequentialDesign) -> dict[str, list[in
         random.Random(f"{design.seed}:{spec.task.name}").shuffle(ids)
         order[spec.task.name] = ids
     return order
-
-
-def cut(n: int, fraction: float) -> int:
-    """How many of a task's n examples a look at `fraction` has seen."""
-    return n if math.isclose(fraction, 1.0) else min(n, math.ceil(n * fraction - 1e-9))
 
 
 def check_sequential(

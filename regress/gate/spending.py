@@ -76,6 +76,11 @@ class SequentialDesign:
         )
 
 
+def cut(n: int, fraction: float) -> int:
+    """How many of n examples a look at `fraction` has seen."""
+    return n if math.isclose(fraction, 1.0) else min(n, math.ceil(n * fraction - 1e-9))
+
+
 def obf_spent(alpha: float, t: float) -> float:
     """Lan-DeMets O'Brien-Fleming: the share of a one-sided `alpha` spent by fraction `t`."""
     return float(2.0 * norm.sf(norm.isf(alpha / 2.0) / math.sqrt(t)))
