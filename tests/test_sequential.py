@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from regress.cli import cli
 from regress.core.errors import BadInput
-from regress.core.store import Store
+from regress.core.store import Store, read_run, write_run
+from regress.gate.baseline_power import UnitPlan, plan_baseline
 from regress.gate.check import CandidateModel, CheckOptions, check
 from regress.gate.operating import (
     SEQUENTIAL_CELLS,
@@ -21,7 +25,8 @@ from regress.gate.operating import (
     sequential_oc,
 )
 from regress.gate.policy import Policy, parse_policy
-from regress.gate.results import Verdict
+from regress.gate.results import UnitKind, Verdict
+from regress.gate.rules import Rule
 from regress.gate.spending import (
     SequentialDesign,
     boundaries,
@@ -30,6 +35,9 @@ from regress.gate.spending import (
     obf_spent,
     stopping,
 )
+from regress.gate.timing import Throughput, TimingOptions, gate_time, measure_throughput
+from regress.proxy.build import ProxyOptions, build_proxy
+from regress.proxy.selftest import Profile, SelftestOptions, selftest_baseline
 from regress.report.markdown import render_markdown
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute
@@ -191,3 +199,82 @@ def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Pa
     data = json.loads(json.dumps(sequential.comparison.to_dict()))
     assert data["sequential"]["examples_run"] == run.examples_run
     assert "sequential" not in fixed.comparison.to_dict()
+    # The candidate run records the design that chose its examples, and only those examples.
+    write_run(sequential.candidate, tmp_path / "candidate")
+    saved = read_run(tmp_path / "candidate")
+    assert saved.manifest.sequential == {"looks": [0.25, 0.5, 1.0], "spending": "obf", "seed": 0}
+    assert sum(len(r) for r in saved.records.values()) == run.examples_run
+    assert "sequential" not in fixed.candidate.manifest.to_dict()
+
+
+def test_selftest_simulates_the_sequential_gate_of_each_unit():
+    """`selftest --sequential`: at the margin the sequential gate flags at most alpha, a clear
+    drop stops early, and a proxy or another rule is refused rather than mis-simulated."""
+    main = Store(Path(__file__).resolve().parents[1] / "baselines").load("main")
+    runs = 1000
+    options = SelftestOptions(
+        drops=(0.0, 0.02, 0.08),
+        runs=runs,
+        profiles=(Profile.CALIBRATED,),
+        sequential=SequentialDesign(),
+    )
+    (unit,) = selftest_baseline(main, options).units
+    unchanged, margin, clear = unit.sequential
+    slack = 2 * math.sqrt(0.05 * 0.95 / runs)
+    assert margin.regression <= 0.05 + slack and margin.passed <= 0.05 + slack
+    assert clear.regression == pytest.approx(clear.fixed_regression, abs=0.02 + slack)
+    assert clear.mean_n < 0.8 * unit.n and unchanged.mean_n <= unit.n
+    assert all(p.n == unit.n and p.discordance == unit.discordance for p in unit.sequential)
+    proxy = build_proxy(main, "proxy", ProxyOptions(budget=250))
+    with pytest.raises(BadInput, match="cannot stop early"):
+        selftest_baseline(proxy, options)
+    with pytest.raises(BadInput, match="margin rule"):
+        selftest_baseline(main, replace(options, policy=Policy(rule=Rule.CHANGE)))
+
+
+def test_a_gate_is_priced_by_each_units_tokens():
+    """Two units at one measured rate: each example costs its unit's mean tokens, and the
+    sequential estimate uses the expected n of each look design."""
+    measured = Throughput(
+        model="m", backend="llama_cpp", kernels="AVX2", examples=40, tokens=8000, seconds=20.0,
+        load_seconds=1.5, tokens_per_example={"short": 50.0, "long": 400.0},
+    )  # fmt: skip
+    assert measured.tokens_per_second == 400.0
+    plans = [_plan("short", 1000, (900.0, 1000.0, 600.0)), _plan("long", 200, None)]
+    spent = gate_time(plans, measured)
+    assert spent.fixed == pytest.approx((1000 * 50 + 200 * 400) / 400)
+    assert spent.sequential == pytest.approx(
+        tuple((n * 50 + 200 * 400) / 400 for n in (900, 1000, 600))
+    )
+    assert gate_time([_plan("long", 200, None)], measured).sequential is None
+
+
+def _plan(name: str, n: int, expected: tuple[float, float, float] | None) -> UnitPlan:
+    return UnitPlan(
+        name=name, kind=UnitKind.ACCURACY, gated=True, rule=Rule.MARGIN, n=n, baseline=0.5,
+        threshold=0.02, drop=0.04, mde=None, n_needed=None, n_to_pass=None, expected_n=expected,
+    )  # fmt: skip
+
+
+@pytest.mark.model
+def test_plan_times_a_sample_of_the_baseline_on_the_real_model(smollm2_path):
+    """`plan --time` runs a seeded sample of the committed baseline on SmolLM2 and prices the
+    whole gate by the tokens the baseline's records hold."""
+    main = Store(Path(__file__).resolve().parents[1] / "baselines").load("main")
+    measured = measure_throughput(main, TimingOptions(str(smollm2_path), examples=24))
+    records = [r for found in main.records.values() for r in found]
+    total = sum(r.tokens["prompt"] + r.tokens["completion"] for r in records)
+    assert measured.examples == 24 and measured.backend == "llama_cpp"
+    assert 0 < measured.tokens < total and measured.seconds > 0 and measured.load_seconds > 0
+    plans = plan_baseline(main, Policy(sequential=SequentialDesign()), 0.12)
+    spent = gate_time(plans, measured)
+    assert spent.fixed * measured.tokens_per_second == pytest.approx(total)
+    result = CliRunner().invoke(
+        cli,
+        ["plan", "--baseline", "main", "--store", str(Path(__file__).resolve().parents[1] /
+         "baselines"), "--sequential", "--time", str(smollm2_path), "--time-examples", "24"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "tokens/s, measured on 24 examples" in result.output
+    assert "fixed gate, every example:" in result.output
+    assert "sequential gate, expected:" in result.output

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -39,6 +39,9 @@ from regress.run.suite import Suite, TaskEntry, inline_suite, load_suite, parse_
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
+
+if TYPE_CHECKING:
+    from regress.gate.timing import TimingOptions
 
 
 class _Limit(click.ParamType):
@@ -164,6 +167,45 @@ def data_options(func: F) -> F:
         help="Folder of the benchmarks' original files (default: $REGRESS_DATA_DIR). The "
         "built-in suite needs none.",
     )(func)
+
+
+def timing_options(func: F) -> F:
+    """--time MODEL and --time-examples: price a baseline's examples at a measured throughput
+    (regress.gate.timing); the data and task options say where the examples come from."""
+    func = click.option(
+        "--time-examples",
+        type=click.IntRange(1),
+        default=None,
+        help="With --time: how many of the baseline's examples to time, a seeded sample "
+        "(default 40).",
+    )(func)
+    return click.option(
+        "--time",
+        "time_model",
+        default=None,
+        metavar="MODEL",
+        help="Time a sample of the baseline on MODEL (its backend, no cache) and print the "
+        "gate's wall time at that throughput.",
+    )(func)
+
+
+def timing(
+    model: str | None,
+    examples: int | None,
+    include_path: Sequence[Path],
+    golden: Sequence[Path],
+    data_dir: Path | None,
+    hf_datasets: bool,
+) -> TimingOptions | None:
+    """What --time and the data and task options ask to time (None without --time)."""
+    from regress.gate.timing import TimingOptions
+
+    if model is None:
+        return None
+    options = TimingOptions(
+        model, source=data_source(data_dir, hf_datasets), tasks=task_catalog(include_path, golden)
+    )
+    return options if examples is None else dataclasses.replace(options, examples=examples)
 
 
 def generation_options(func: F) -> F:

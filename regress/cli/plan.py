@@ -8,13 +8,21 @@ from pathlib import Path
 
 import click
 
-from regress.cli.common import handles_errors, policy_option
+from regress.cli.common import (
+    data_options,
+    handles_errors,
+    policy_option,
+    task_options,
+    timing,
+    timing_options,
+)
 from regress.core.store import Store
 from regress.gate.baseline_power import FACTS_DISCORDANCE, UnitPlan, plan_baseline
 from regress.gate.policy import Policy, load_policy
 from regress.gate.power import accuracy_n, pass_n
 from regress.gate.rules import Rule
 from regress.gate.spending import SequentialDesign
+from regress.gate.timing import Throughput, TimingOptions, gate_time, measure_throughput
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 
@@ -76,6 +84,9 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
     help="With --baseline: the expected examples under a sequential gate (the policy's "
     "`sequential:` design, or looks at 25/50/100%).",
 )
+@timing_options
+@task_options
+@data_options
 @handles_errors
 def plan(
     discordance: float | None,
@@ -89,6 +100,12 @@ def plan(
     store: Path,
     policy_path: Path | None,
     sequential: bool,
+    time_model: str | None,
+    time_examples: int | None,
+    include_path: tuple[Path, ...],
+    golden: tuple[Path, ...],
+    data_dir: Path | None,
+    hf_datasets: bool,
 ) -> None:
     """Print the n a gate needs for a drop, or a baseline's MDE and n per unit.
 
@@ -97,16 +114,17 @@ def plan(
       regress plan --discordance 0.12 --drop 0.03
       regress plan --discordance 0.15 --drop 0.04 --max-drop 0.02 --rule margin
       regress plan --baseline main --drop 0.05
-      regress plan --baseline main --sequential
+      regress plan --baseline main --sequential --time smollm2-135m
     """
     if name is not None:
         policy = load_policy(policy_path)
         if sequential and policy.sequential is None:
             policy = replace(policy, sequential=SequentialDesign())
-        _plan_baseline(name, store, policy, discordance or FACTS_DISCORDANCE, drop)
+        chosen = timing(time_model, time_examples, include_path, golden, data_dir, hf_datasets)
+        _plan_baseline(name, store, policy, discordance or FACTS_DISCORDANCE, drop, chosen)
         return
-    if sequential:
-        raise click.UsageError("--sequential plans a stored baseline: give --baseline NAME")
+    if sequential or time_model:
+        raise click.UsageError("--sequential and --time plan a stored baseline: give --baseline")
     if discordance is None or drop is None:
         raise click.UsageError("give --discordance and --drop, or --baseline NAME")
     if drop > discordance:
@@ -128,9 +146,15 @@ def plan(
 
 
 def _plan_baseline(
-    name: str, store: Path, policy: Policy, discordance: float, drop: float | None
+    name: str,
+    store: Path,
+    policy: Policy,
+    discordance: float,
+    drop: float | None,
+    timed: TimingOptions | None,
 ) -> None:
-    plans = plan_baseline(Store(store).load(name), policy, discordance, drop)
+    baseline = Store(store).load(name)
+    plans = plan_baseline(baseline, policy, discordance, drop)
     gated = sum(p.gated for p in plans)
     click.echo(
         f"baseline {name!r}: {gated} gated units sharing alpha {policy.alpha} (Bonferroni), "
@@ -149,6 +173,21 @@ def _plan_baseline(
     click.echo(header)
     for unit in plans:
         click.echo(" | ".join(_row(unit)))
+    if timed is not None:
+        _show_time(plans, measure_throughput(baseline, timed))
+
+
+def _show_time(plans: list[UnitPlan], measured: Throughput) -> None:
+    """The gate's minutes at the measured throughput, fixed and (with a design) sequential."""
+    spent = gate_time(plans, measured)
+    click.echo(f"wall time at {measured.describe()}:")
+    click.echo(f"fixed gate, every example: {spent.fixed / 60:.1f} min")
+    if spent.sequential is not None:
+        unchanged, at_threshold, at_twice = (s / 60 for s in spent.sequential)
+        click.echo(
+            f"sequential gate, expected: {unchanged:.1f} min if unchanged / {at_threshold:.1f} "
+            f"at max_drop / {at_twice:.1f} at 2x max_drop"
+        )
 
 
 def _row(unit: UnitPlan) -> list[str]:

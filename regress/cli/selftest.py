@@ -8,11 +8,21 @@ import click
 from rich.table import Table
 
 from regress.cli.baseline import store_option
-from regress.cli.common import handles_errors, policy_option, stdout
+from regress.cli.common import (
+    data_options,
+    handles_errors,
+    policy_option,
+    stdout,
+    task_options,
+    timing,
+    timing_options,
+)
 from regress.cli.proxy import calibration_option
 from regress.core.store import Store
 from regress.gate.policy import load_policy
+from regress.gate.spending import SequentialDesign
 from regress.gate.stats import SEED
+from regress.gate.timing import Throughput, measure_throughput
 from regress.proxy.flip_rates import load_calibration
 from regress.proxy.selftest import (
     DROPS,
@@ -63,9 +73,18 @@ def _drops(_: click.Context, __: click.Parameter, text: str | None) -> tuple[flo
     help="Also simulate flips placed where the baseline was surest (the calibration mirrored), "
     "a stress test; the headline then counts it too.",
 )
+@click.option(
+    "--sequential",
+    is_flag=True,
+    help="Also simulate each gated unit under the policy's sequential design (or looks at "
+    "25/50/100%): verdict rates and expected examples beside the fixed gate's.",
+)
 @calibration_option
 @policy_option("Policy whose verdicts are simulated (default: built-in).")
 @store_option
+@timing_options
+@task_options
+@data_options
 @handles_errors
 def selftest_command(
     name: str,
@@ -75,8 +94,15 @@ def selftest_command(
     discordance: float | None,
     stress: bool,
     calibration_path: Path | None,
+    sequential: bool,
     policy_path: Path | None,
     store: Path,
+    time_model: str | None,
+    time_examples: int | None,
+    include_path: tuple[Path, ...],
+    golden: tuple[Path, ...],
+    data_dir: Path | None,
+    hf_datasets: bool,
 ) -> None:
     """Simulate candidates from a baseline's own records: P(verdict) by injected drop, MDE.
 
@@ -87,21 +113,28 @@ def selftest_command(
     \b
     Example:
       regress selftest --baseline main --inject-drop 0.001,0.02 --runs 1000
+      regress selftest --baseline main --sequential --time smollm2-135m
     """
+    policy = load_policy(policy_path)
+    baseline = Store(store).load(name)
     options = SelftestOptions(
         drops=drops,
         runs=runs,
         seed=seed,
         discordance=discordance,
         calibration=load_calibration(calibration_path),
-        policy=load_policy(policy_path),
+        policy=policy,
         profiles=(*PROFILES, Profile.REVERSED) if stress else PROFILES,
+        sequential=(policy.sequential or SequentialDesign()) if sequential else None,
     )
-    show(selftest_baseline(Store(store).load(name), options))
+    result = selftest_baseline(baseline, options)
+    chosen = timing(time_model, time_examples, include_path, golden, data_dir, hf_datasets)
+    show(result, None if chosen is None else measure_throughput(baseline, chosen))
 
 
-def show(result: SelftestResult) -> None:
-    """Print the headline MDEs, then one table per unit and its MDE under each profile."""
+def show(result: SelftestResult, measured: Throughput | None = None) -> None:
+    """Print the headline MDEs, then one table per unit and its MDE under each profile (and
+    the sequential design's table, priced at `measured` when given)."""
     click.echo(headline(result))
     what = f"proxy of {result.proxy_of}" if result.proxy_of else "plain baseline"
     click.echo(
@@ -140,6 +173,37 @@ def show(result: SelftestResult) -> None:
             f"{unit.name}: minimum detectable drop (REGRESSION in {result.power:.0%} of runs): "
             f"{each}"
         )
+        if unit.sequential and result.sequential is not None:
+            _show_sequential(unit, result.sequential, measured)
+    if measured is not None:
+        click.echo(f"minutes at {measured.describe()}")
+
+
+def _show_sequential(
+    unit: UnitSelftest, design: SequentialDesign, measured: Throughput | None
+) -> None:
+    looks = "/".join(f"{t:.0%}" for t in design.looks)
+    table = Table(
+        title=f"{unit.name} under the sequential gate: looks at {looks}, O'Brien-Fleming "
+        "spending, flips placed flat, alpha split over the gated units"
+    )
+    columns = ["true drop", "REGRESSION seq / fixed", "PASS seq / fixed", "expected n"]
+    if measured is not None:
+        columns.append("expected min / fixed")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for p in unit.sequential:
+        row = [
+            f"{p.drop * 100:.1f} pts",
+            f"{p.regression:.1%} / {p.fixed_regression:.1%}",
+            f"{p.passed:.1%} / {p.fixed_passed:.1%}",
+            f"{p.mean_n:,.0f} of {p.n:,}",
+        ]
+        if measured is not None:
+            expected = measured.unit_seconds(unit.name, p.mean_n) / 60
+            row.append(f"{expected:.1f} / {measured.unit_seconds(unit.name, p.n) / 60:.1f}")
+        table.add_row(*row)
+    stdout().print(table)
 
 
 def headline(result: SelftestResult) -> str:

@@ -84,9 +84,13 @@ class Manifest:
     """Set on a proxy baseline: the stratified sample of its parent it holds
     (regress.core.proxy_design). Its records are then estimates of the parent suite, never a
     plain baseline's."""
+    sequential: dict[str, Any] | None = None
+    """Set on a candidate run a sequential gate made (`check --sequential --save-run`): the
+    design that chose and ordered its examples, `{"looks": [...], "spending": ..., "seed": ...}`;
+    the run holds only the examples run before the gate stopped."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict, tasks in name order; `proxy` only on a proxy."""
+        """Plain JSON-ready dict, tasks in name order; `proxy` and `sequential` only when set."""
         data = asdict(self)
         data["tasks"] = {k: data["tasks"][k] for k in sorted(data["tasks"])}
         for task in data["tasks"].values():
@@ -95,6 +99,8 @@ class Manifest:
         del data["proxy"]
         if self.proxy is not None:
             data["proxy"] = self.proxy.to_dict()
+        if self.sequential is None:
+            del data["sequential"]
         return data
 
     @classmethod
@@ -119,6 +125,7 @@ class Manifest:
                 records_sha256=data.get("records_sha256", {}),
                 schema_version=MANIFEST_SCHEMA_VERSION,
                 proxy=ProxyDesign.from_dict(data["proxy"]) if data.get("proxy") else None,
+                sequential=data.get("sequential"),
             )
             _check_identities(manifest)
             return manifest

@@ -190,14 +190,10 @@ class Policy:
                 if self.max_relative_drop != 0.05
                 else {}
             ),
-            **({"sequential": _design_dict(self.sequential)} if self.sequential else {}),
+            **({"sequential": self.sequential.to_dict()} if self.sequential else {}),
             # The latency gate's key only when set: accuracy reports print this dict.
             **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
-
-
-def _design_dict(design: SequentialDesign) -> dict[str, Any]:
-    return {"looks": list(design.looks), "spending": design.spending, "seed": design.seed}
 
 
 def _unit_dict(unit: UnitPolicy) -> dict[str, Any]:

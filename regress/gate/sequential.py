@@ -122,7 +122,11 @@ def check_sequential(
         base = reference.run if reference is not None else baseline
         base_now = _restrict(base, shown)
         cand_now = Run(
-            manifest=replace(head, tasks={n: base.manifest.tasks[n] for n in shown}),
+            manifest=replace(
+                head,
+                tasks={n: base.manifest.tasks[n] for n in shown},
+                sequential=design.to_dict(),
+            ),
             records={n: sorted(records[n], key=lambda r: r.doc_id) for n in shown},
         )
         paired = pair(base_now, cand_now, options.allow_mismatch)

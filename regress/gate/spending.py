@@ -26,6 +26,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import optimize
@@ -58,6 +59,10 @@ class SequentialDesign:
         if self.spending not in SPENDING:
             raise ValueError(f"unknown spending {self.spending!r}: choose {', '.join(SPENDING)}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The design as a policy file spells it (and a sequential candidate's manifest)."""
+        return {"looks": list(self.looks), "spending": self.spending, "seed": self.seed}
+
     def nominal_level(self, alpha: float, look: int) -> float:
         """The p-value under which look `look` (0-based) rejects, for a total `alpha`."""
         return float(norm.sf(boundaries(alpha, self.looks)[look]))
@@ -86,26 +91,46 @@ def obf_spent(alpha: float, t: float) -> float:
     return float(2.0 * norm.sf(norm.isf(alpha / 2.0) / math.sqrt(t)))
 
 
+Grid = Any
+"""gsdesign's grid of the statistic's density at a look, restricted to a region."""
+
+
 @functools.lru_cache(maxsize=4096)
 def boundaries(alpha: float, looks: tuple[float, ...]) -> tuple[float, ...]:
     """One-sided z boundaries c_1..c_K spending `alpha` over `looks` (O'Brien-Fleming shape)."""
-    from gsdesign import h1, hupdate
-
     spent = [obf_spent(alpha, t) for t in looks]
     found = [float(norm.isf(spent[0]))]
-    grid = h1(GRID, 0.0, looks[0], -np.inf, found[0])
+    grid = _region(0.0, looks[0], -np.inf, found[0])
     for k in range(1, len(looks)):
         step = spent[k] - spent[k - 1]
         previous, info = looks[k - 1], looks[k]
 
         def crossing(c: float, grid=grid, previous=previous, info=info, step=step) -> float:
-            above = hupdate(GRID, 0.0, info, c, np.inf, 0.0, previous, grid)
-            return float(np.sum(above[2])) - step
+            return _mass(_region(0.0, info, c, np.inf, (previous, grid))) - step
 
         c = _solve(crossing)
         found.append(c)
-        grid = hupdate(GRID, 0.0, info, -np.inf, c, 0.0, previous, grid)
+        grid = _region(0.0, info, -np.inf, c, (previous, grid))
     return tuple(found)
+
+
+def _region(
+    theta: float, info: float, low: float, high: float, before: tuple[float, Grid] | None = None
+) -> Grid:
+    """gsdesign's grid of the statistic at information `info` (drift θ per full information)
+    inside (low, high): from nothing at the first look, else carried on from `before`, the
+    previous look's (information, grid of its continuation region)."""
+    from gsdesign import h1, hupdate
+
+    if before is None:
+        return h1(GRID, theta, info, low, high)
+    previous, grid = before
+    return hupdate(GRID, theta, info, low, high, theta, previous, grid)
+
+
+def _mass(grid: Grid) -> float:
+    """The probability a grid holds."""
+    return float(np.sum(grid[2]))
 
 
 def _solve(crossing: Callable[[float], float]) -> float:
@@ -127,25 +152,13 @@ def stopping(
     The statistic at look k is Z_k = (drop estimate - margin) / SE_k; its drift is θ √t_k
     with θ = (true drop - margin) / SE at the full n. Above is a REGRESSION, below a PASS.
     """
-    from gsdesign import h1, hupdate
-
     c = boundaries(alpha, design.looks)
     up, down = [], []
-    grid = None
-    previous = 0.0
+    before = None
     for k, info in enumerate(design.looks):
-        # h1/hupdate take a drift per unit of information: θ here is per full information.
-        if grid is None:
-            above = h1(GRID, theta, info, c[k], np.inf)
-            below = h1(GRID, theta, info, -np.inf, -c[k])
-            grid = h1(GRID, theta, info, -c[k], c[k])
-        else:
-            above = hupdate(GRID, theta, info, c[k], np.inf, theta, previous, grid)
-            below = hupdate(GRID, theta, info, -np.inf, -c[k], theta, previous, grid)
-            grid = hupdate(GRID, theta, info, -c[k], c[k], theta, previous, grid)
-        up.append(float(np.sum(above[2])))
-        down.append(float(np.sum(below[2])))
-        previous = info
+        up.append(_mass(_region(theta, info, c[k], np.inf, before)))
+        down.append(_mass(_region(theta, info, -np.inf, -c[k], before)))
+        before = (info, _region(theta, info, -c[k], c[k], before))
     return tuple(up), tuple(down)
 
 
@@ -168,24 +181,15 @@ def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: 
     at which such outcomes have probability one half. The naive estimate of a unit stopped
     early overstates its effect, since it stopped because the effect looked large.
     """
-    from gsdesign import h1, hupdate
-
     c = boundaries(alpha, design.looks)
 
     def beyond(theta: float) -> float:
         # Upward: crossing the upper boundary earlier, or reaching this look at z or above.
-        total, grid, previous = 0.0, None, 0.0
+        total, before = 0.0, None
         for k in range(look + 1):
             info = design.looks[k]
-            low, high = (z if k == look else c[k]), np.inf
-            if grid is None:
-                found = h1(GRID, theta, info, low, high)
-                grid = h1(GRID, theta, info, -c[k], c[k])
-            else:
-                found = hupdate(GRID, theta, info, low, high, theta, previous, grid)
-                grid = hupdate(GRID, theta, info, -c[k], c[k], theta, previous, grid)
-            total += float(np.sum(found[2]))
-            previous = info
+            total += _mass(_region(theta, info, z if k == look else c[k], np.inf, before))
+            before = (info, _region(theta, info, -c[k], c[k], before))
         return total - 0.5
 
     return float(optimize.brentq(beyond, -60.0, 60.0, xtol=1e-8))

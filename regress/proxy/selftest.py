@@ -39,9 +39,11 @@ from regress.core.proxy_design import Calibration
 from regress.gate.compare import CI_ALPHA, units_of
 from regress.gate.integrity import check_proxy
 from regress.gate.margin_test import Side, margin_pvalue
+from regress.gate.operating import SequentialPoint, sequential_oc
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
 from regress.gate.rules import PassRequires, Rule, inconclusive, regression
+from regress.gate.spending import SequentialDesign
 from regress.gate.stats import (
     SEED,
     Correction,
@@ -85,6 +87,8 @@ class SelftestOptions:
     profiles: tuple[Profile, ...] = PROFILES
     """Flip profiles to simulate; the calibrated one is required (it fills the unit's `points`
     and `mde`), and the headline is the worst of them."""
+    sequential: SequentialDesign | None = None
+    """Also simulate each gated unit under this group-sequential design (`sequential_rows`)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,8 @@ class UnitSelftest:
     headline: ProfileSelftest | None = None
     """The profile with the worst MDE (none detectable is worst; ties go to the earlier
     profile): the unit's main figure. None for a unit not gated or not simulated."""
+    sequential: tuple[SequentialPoint, ...] = ()
+    """Under `SelftestOptions.sequential`, one row per injected drop (`sequential_rows`)."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,7 @@ class SelftestResult:
     units: tuple[UnitSelftest, ...]
     profiles: tuple[Profile, ...] = (Profile.CALIBRATED,)
     """The flip profiles simulated, the calibrated one first."""
+    sequential: SequentialDesign | None = None
 
 
 def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> SelftestResult:
@@ -183,6 +190,8 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
             "selftest's profiles must start with the calibrated one and name each profile once"
         )
     policy = options.policy
+    if options.sequential is not None:
+        _refuse_sequential(baseline, policy)
     psi = options.discordance
     if psi is None:
         psi = float(np.mean([rate for _, rate in options.calibration.points]))
@@ -222,6 +231,9 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
                 largest_drop=first.largest_drop,
                 profiles=outcomes,
                 headline=worst(outcomes) if unit_policy.gate else None,
+                sequential=sequential_rows(n, threshold, psi, sum(gated), options)
+                if options.sequential is not None and unit_policy.gate
+                else (),
             )
         )
     return SelftestResult(
@@ -233,6 +245,40 @@ def selftest_baseline(baseline: Run, options: SelftestOptions | None = None) -> 
         calibration=f"{options.calibration.name}: {options.calibration.source}",
         units=tuple(results),
         profiles=profiles,
+        sequential=options.sequential,
+    )
+
+
+def _refuse_sequential(baseline: Run, policy: Policy) -> None:
+    """The sequential simulation models the default gate of a plain baseline; say so for
+    anything else rather than print figures for a gate that does not run."""
+    if baseline.manifest.proxy is not None:
+        raise BadInput(
+            f"{baseline.manifest.name} is a proxy: its gate cannot stop early, so it has no "
+            "sequential figures (drop --sequential)"
+        )
+    manifest = baseline.manifest
+    names = units_of([manifest.tasks[t] for t in sorted(manifest.tasks)])
+    rules = {Rule(policy.for_unit(u).rule or policy.rule) for u in names}
+    if rules != {Rule.MARGIN} or policy.pass_requires is not PassRequires.EVIDENCE:
+        raise BadInput(
+            "selftest --sequential simulates the margin rule with pass_requires: evidence "
+            "(the defaults); this policy sets another"
+        )
+
+
+def sequential_rows(
+    n: int, threshold: float, psi: float, units: int, options: SelftestOptions
+) -> tuple[SequentialPoint, ...]:
+    """One gated unit under the sequential design at each injected drop: its verdict rates
+    and expected examples beside the fixed design's, flips placed flat (regress.gate.operating
+    .sequential_oc), alpha split evenly over the gated units as `regress plan` does."""
+    design = options.sequential
+    assert design is not None
+    alpha = options.policy.alpha / max(units, 1)
+    return tuple(
+        sequential_oc(n, drop, psi, design, options.runs, options.seed, alpha, threshold)
+        for drop in options.drops
     )
 
 
