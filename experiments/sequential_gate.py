@@ -50,6 +50,9 @@ def main() -> None:
         default="0.25,0.5,1",
         help="designs to compare, ';' between them (e.g. '0.25,0.5,1;0.25,0.5,0.75,1')",
     )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="store the baseline here (for `regress selftest`)"
+    )
     args = parser.parse_args()
     designs = [
         SequentialDesign(tuple(float(t) for t in looks.split(",")))
@@ -67,8 +70,9 @@ def main() -> None:
         start = time.perf_counter()
         base_run = execute(RunPlan(specs, str(reference), name="base", source=source)).run
         base_s = time.perf_counter() - start
-        store = Store(root / "store")
+        store = Store(args.keep or root / "store")
         store.save(base_run)
+        print(f"baseline run {base_s:.0f} s", flush=True)
         baseline = store.load("base")
         for kind in args.types.split(","):
             model = CandidateModel(str(quantize_file(reference, kind, root / f"{kind}.gguf")))
@@ -89,6 +93,7 @@ def main() -> None:
                     f"{run.examples_run:,} / {run.examples_total:,} | {fixed_s:.0f} s | "
                     f"{seq_s:.0f} s | {seq_s / fixed_s:.0%} |"
                 )
+                print(rows[-1], flush=True)
     print(
         f"tasks {args.tasks}, limit {args.limit}, shots {args.num_fewshot}; baseline run "
         f"{base_s:.0f} s\n"

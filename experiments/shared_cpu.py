@@ -2,7 +2,7 @@
 
     flock /tmp/regress-model.lock .venv/bin/python experiments/shared_cpu.py \\
         [--task mmlu_anatomy --num-fewshot 5 --limit 40] [--spincounts 300,1000,10000,300000] \\
-        [--rounds 2] [--decode] [--affinity]
+        [--rounds 2] [--decode] [--affinity] [--backend hf]
 
 For each strategy, `regress eval -m smollm2-135m -t TASK --limit N --no-cache` runs on a quiet
 machine and then beside one busy-looping process, the two one after the other: OMP_WAIT_POLICY
@@ -14,7 +14,8 @@ shared time against its own quiet time and ACTIVE's, and the llama.cpp build's C
 A run during which processes outside this benchmark used more than 5% of a core is repeated.
 `--decode` adds llama-bench's pp512 and tg128 per strategy on the quiet machine; `--affinity`
 adds runs confined to one CPU (`sched_setaffinity`): regress's default thread count (the CPUs
-this process may use) against 2 threads (the machine's cores).
+this process may use) against 2 threads (the machine's cores). `--backend hf` runs the same
+model through transformers: torch's OpenMP threads wait by the same variables.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def timed(
     """Wall seconds of one `regress eval` under the given waiting variables (inf when it was
     stopped at `timeout`)."""
     command = [sys.executable, "-m", "regress.cli", "eval", "-m", args.model, "-t", args.task]
+    command += ["--backend", args.backend]
     command += ["--limit", str(args.limit), "--no-cache", "--data-dir", str(DATA)]
     if args.num_fewshot is not None:
         command += ["--num-fewshot", str(args.num_fewshot)]
@@ -203,6 +205,9 @@ def print_table(quiet: dict[str, list[float]], shared: dict[str, list[float]], c
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument(
+        "--backend", default="llama_cpp", help="llama_cpp, or hf for torch's OpenMP threads"
+    )
     parser.add_argument("--task", default="mmlu_anatomy")
     parser.add_argument("--num-fewshot", type=int, default=5)
     parser.add_argument("--limit", type=int, default=40)
@@ -222,7 +227,10 @@ def main() -> None:
     chosen = strategies([int(c) for c in args.spincounts.split(",") if c])
     print(f"llama.cpp: {system_info()}")
     print(f"cores: {os.cpu_count()}, usable by this process: {len(os.sched_getaffinity(0))}")
-    print(f"workload: {args.task} k={args.num_fewshot} limit {args.limit}, {args.rounds} round(s)")
+    print(
+        f"workload: {args.backend}, {args.task} k={args.num_fewshot} limit {args.limit}, "
+        f"{args.rounds} round(s)"
+    )
     quiet: dict[str, list[float]] = {label: [] for label in chosen}
     shared: dict[str, list[float]] = {label: [] for label in chosen}
     for _ in range(args.rounds):

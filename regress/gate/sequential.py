@@ -124,7 +124,7 @@ def check_sequential(
         cand_now = Run(
             manifest=replace(
                 head,
-                tasks={n: base.manifest.tasks[n] for n in shown},
+                tasks={n: replace(base.manifest.tasks[n], n=len(ids)) for n, ids in shown.items()},
                 sequential=design.to_dict(),
             ),
             records={n: sorted(records[n], key=lambda r: r.doc_id) for n in shown},
@@ -261,9 +261,10 @@ def _median_unbiased(
 
 
 def _restrict(run: Run, shown: Mapping[str, set[int]]) -> Run:
-    """`run` with only the examples in `shown` (per task)."""
+    """`run` with only the examples in `shown` (per task); each task's n counts them."""
+    tasks = {n: replace(run.manifest.tasks[n], n=len(ids)) for n, ids in shown.items()}
     return Run(
-        manifest=replace(run.manifest, tasks={n: run.manifest.tasks[n] for n in shown}),
+        manifest=replace(run.manifest, tasks=tasks),
         records={
             n: [r for r in run.records.get(n, []) if r.doc_id in ids] for n, ids in shown.items()
         },
