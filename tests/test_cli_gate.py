@@ -18,8 +18,9 @@ from click.testing import CliRunner
 
 from regress.cli import cli
 from regress.core.errors import ExitCode
-from regress.core.store import Store
+from regress.core.store import Store, read_run
 from regress.gate.baseline_power import FACTS_DISCORDANCE, plan_baseline, small_units
+from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN
@@ -171,6 +172,40 @@ def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data
         assert flip["baseline_answer"] == texts[flip["baseline_pred"]]
         assert flip["candidate_answer"] == texts[flip["candidate_pred"]]
     assert "| task | doc | question | baseline | candidate | expected |  |" in report
+
+
+@pytest.mark.model
+def test_the_creep_guard_gates_a_real_candidate_against_the_anchor_too(
+    arc_store, broken_model, tmp_path, data_dir
+):
+    """A Q8_0 run saved as the anchor (a run folder); the destroyed TQ1_0 checked against
+    `arc` with `--anchor`: the anchor row is what comparing the two saved runs directly gives
+    (the oracle), and it fails the gate beside the baseline's own row."""
+    q8, anchor, candidate = tmp_path / "q8.gguf", tmp_path / "q8-run", tmp_path / "cand"
+    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))
+    assert code == 0, text
+    where = ("--store", str(arc_store), "--data-dir", str(data_dir), "--no-cache")
+    code, text = run("check", "-b", "arc", "-m", str(q8), *where, "--save-run", str(anchor))
+    assert code == ExitCode.OK, text
+    report = tmp_path / "r.json"
+    code, text = run(
+        "check", "-b", "arc", "-m", str(broken_model), *where, "--anchor", str(anchor),
+        "--save-run", str(candidate), "--report-json", str(report),
+    )  # fmt: skip
+    assert code == ExitCode.REGRESSION, text
+    data = json.loads(report.read_text())
+    unit, since = data["units"]
+    name = read_run(anchor).manifest.name
+    [oracle] = compare(read_run(anchor), read_run(candidate), Policy(max_drop=0.03)).units
+    assert (unit["name"], since["name"], since["since"]) == (
+        "arc_easy",
+        f"arc_easy since {name}",
+        name,
+    )
+    assert (since["n"], since["b"], since["c"]) == (oracle.n, oracle.b, oracle.c)
+    assert since["pvalue"] == pytest.approx(oracle.pvalue)
+    assert since["threshold"] == 0.03 and since["verdict"] == "REGRESSION"
+    assert unit["verdict"] == "REGRESSION" and data["policy"]["anchor"] == str(anchor)
 
 
 def test_baseline_create_names_units_under_min_examples():

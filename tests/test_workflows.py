@@ -19,7 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 WORKFLOWS = ROOT / ".github" / "workflows"
-WORKFLOW_NAMES = ("ci.yml", "accuracy-gate.yml", "drift.yml", "comment.yml")
+WORKFLOW_NAMES = ("ci.yml", "accuracy-gate.yml", "drift.yml", "comment.yml", "history.yml")
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
@@ -181,6 +181,26 @@ def test_drift_runs_weekly_and_uploads_its_report() -> None:
     assert "regress drift --baseline main" in runs
     (upload,) = step_using(wf, "actions/upload-artifact")
     assert upload["with"]["path"] == "out/"
+
+
+def test_only_the_default_branch_writes_the_history() -> None:
+    """history.yml: pushes only, its one job guarded to the default branch, the only workflow
+    that may write contents, and the gate records its run before the branch is pushed."""
+    wf = workflow("history.yml")
+    assert set(triggers(wf)) == {"push", "workflow_dispatch"}
+    assert wf["permissions"] == {"contents": "write"}
+    (job,) = wf["jobs"].values()
+    assert (
+        job["if"]
+        == "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
+    )
+    assert "permissions" not in job and job["timeout-minutes"] and job["name"]
+    runs = [s["run"] for s in all_steps(wf) if "run" in s]
+    gate = next(i for i, r in enumerate(runs) if "--record-history" in r)
+    push = next(i for i, r in enumerate(runs) if "git push" in r)
+    assert gate < push and "regress-history" in runs[push]
+    others = [n for n in WORKFLOW_NAMES if n != "history.yml"]
+    assert all("write" not in str(workflow(n)["permissions"].get("contents", "")) for n in others)
 
 
 def test_ci_runs_the_repository_script() -> None:

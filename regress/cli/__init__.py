@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "regress.cli.eval:eval_command",
         "Evaluate MODEL on tasks, lm-evaluation-harness style.",
     ),
+    "history": (
+        "regress.cli.history:history",
+        "Draw the gate's history file (`check --record-history`) as one offline page.",
+    ),
     "merge": (
         "regress.cli.merge:merge",
         "Join the runs of `--shard i/n` into one, deterministically.",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -34,6 +36,7 @@ from regress.gate.check import check as gate_check
 from regress.gate.policy import load_policy
 from regress.gate.results import Comparison
 from regress.gate.spending import SequentialDesign
+from regress.report.history import append_history, check_history_file, history_entry
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
 from regress.run.lm_eval_import import read_lm_eval_run
@@ -100,6 +103,19 @@ from regress.run.lm_eval_import import read_lm_eval_run
     "the looks; the policy's `sequential:` sets them, default 25/50/100%).",
 )
 @click.option(
+    "--anchor",
+    default=None,
+    help="Creep guard: also gate against this baseline (a name in --store, or a run folder) "
+    "with the policy's max_cumulative_drop (default 3 points); overrides the policy's anchor.",
+)
+@click.option(
+    "--record-history",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Append this gate run to a history file (one JSON line; `regress history` draws it). "
+    "For the default branch's runs, not a PR's.",
+)
+@click.option(
     "--repeat-check",
     type=click.IntRange(0),
     default=0,
@@ -126,6 +142,8 @@ def check(
     rebaseline: str,
     reference_model: str | None,
     sequential: bool,
+    anchor: str | None,
+    record_history: Path | None,
     repeat_check: int,
     include_path: tuple[Path, ...],
     golden: tuple[Path, ...],
@@ -152,6 +170,7 @@ def check(
       regress check --baseline main --model cand.gguf --report-md report.md
       regress check --baseline main --model cand.gguf --name "PR 42 (Q4_0)"
       regress check --baseline main --model cand.gguf --sequential
+      regress check --baseline main --model cand.gguf --anchor release-1.0
       regress check --baseline main --model cand.gguf --shard 0/2 --save-run shard0/
       regress merge shard0/ shard1/ -o cand/ && regress check -b main --candidate-run cand/
       regress check -b main --candidate-samples lm-eval-out/
@@ -164,10 +183,16 @@ def check(
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
     if save_run:
         check_replaceable(save_run)  # before the model runs, not after
+    if record_history is not None:
+        check_history_file(record_history)
     base = Store(store).load(baseline_name)
     policy = load_policy(policy_path)  # validated before the model runs
     if sequential and policy.sequential is None:
         policy = replace(policy, sequential=SequentialDesign())
+    if anchor is not None:
+        policy = replace(policy, anchor=anchor)
+    # Loaded before the model runs: a missing anchor is bad input, not a wasted run.
+    anchor_run = Store(store).find(policy.anchor) if policy.anchor is not None else None
     options = CheckOptions(
         policy=policy,
         source=data_source(data_dir, hf_datasets),
@@ -180,9 +205,10 @@ def check(
         command=command_line(),
         tasks=task_catalog(include_path, golden),
         candidate_name=candidate_name,
+        anchor=anchor_run,
     )
     if model is None:
-        result = _check_files(base, candidate_run, candidate_samples, options)
+        result, ran = _check_files(base, candidate_run, candidate_samples, options)
     else:
         candidate = CandidateModel(model, backend, parse_args(model_args))
         if shard:
@@ -194,29 +220,46 @@ def check(
         checked = gate_check(base, candidate, options, progress_bar)
         if save_run:
             write_run(checked.candidate, save_run)
-        result = checked.comparison
+        result, ran = checked.comparison, checked.candidate
+    if record_history is not None:
+        entry = history_entry(result, base, ran, current_commit(), datetime.now(UTC))
+        append_history(record_history, entry)
     emit(result, report_md, report_json)
     exit_with(result.exit_code)
 
 
 def _check_files(
     base: Run, candidate_run: Path | None, samples: Path | None, options: CheckOptions
-) -> Comparison:
+) -> tuple[Comparison, Run]:
     """Gate a stored run, or an lm-eval run read from its sample files."""
     if candidate_run is not None:
-        return gate_check(base, read_run(candidate_run), options).comparison
+        stored = read_run(candidate_run)
+        return gate_check(base, stored, options).comparison, stored
     assert samples is not None
     # The user chose these files, so a backend change needs no opt-in; it is still noise.
     candidate = read_lm_eval_run(samples, "candidate")
     result = gate_check(base, candidate, options).comparison
     theirs, ours = candidate.manifest.backend.name, base.manifest.backend.name
     if theirs == ours:
-        return result
+        return result, candidate
     note = (
         f"candidate read from lm-eval files ({theirs}), baseline ran on {ours}: part of "
         "any difference is backend noise, not the model"
     )
-    return replace(result, warnings=(note, *result.warnings))
+    return replace(result, warnings=(note, *result.warnings)), candidate
+
+
+def current_commit() -> str | None:
+    """The commit being gated: GITHUB_SHA in an Action, else git's HEAD here, else None."""
+    if os.environ.get("GITHUB_SHA"):
+        return os.environ["GITHUB_SHA"]
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def emit(result: Comparison, report_md: Path | None, report_json: Path | None) -> None:

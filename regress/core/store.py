@@ -341,6 +341,15 @@ class Store:
             raise BadInput(f"no baseline {name!r} in {self.root} (have: {known})")
         return read_run(path)
 
+    def find(self, ref: str) -> Run:
+        """A baseline named in the store, or a run folder given by path (`baselines/v1`,
+        `runs/release`): a reference with a `/` is a path."""
+        if "/" in ref or os.sep in ref:
+            if not Path(ref).is_dir():
+                raise BadInput(f"{ref}: no such run folder")
+            return read_run(Path(ref))
+        return self.load(ref)
+
     def names(self) -> list[str]:
         """Names of the baselines in the store, sorted.
 

@@ -34,7 +34,15 @@ from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
 from regress.core.requests import GenerateRequest, LoglikelihoodRequest
 from regress.gate.choice_calibration import compare_calibration
-from regress.gate.compare import MISMATCH_REFUSED, compare, hash_difference, judge, pair
+from regress.gate.compare import (
+    MISMATCH_REFUSED,
+    Since,
+    compare,
+    hash_difference,
+    judge,
+    pair,
+    pair_anchor,
+)
 from regress.gate.drift import DriftReport, drift_report
 from regress.gate.integrity import check_proxy
 from regress.gate.noise import Cause, typical
@@ -102,6 +110,9 @@ class CheckOptions:
     candidate_name: str | None = None
     """The candidate's label in the reports (default: its model file's name, or the served
     model's)."""
+    anchor: Run | None = None
+    """The policy's anchor baseline, loaded (the creep guard); needed when the policy names
+    one."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,11 @@ def check(
     options = options or CheckOptions()
     progress = progress or (lambda label: nullcontext(None))
     check_proxy(baseline)
+    if options.policy.anchor is not None and options.anchor is None:
+        raise BadInput(
+            f"the policy's anchor {options.policy.anchor!r} was not loaded: pass its run as "
+            "CheckOptions.anchor"
+        )
     if options.policy.sequential is not None and not isinstance(candidate, Run):
         # Imported here: the sequential gate is built from this module's steps.
         from regress.gate.sequential import check_sequential
@@ -265,12 +281,31 @@ def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison
     """The gate on one pairing (golden sets named from the catalog), with the multiple-choice
     calibration (reported only) from the same pairs."""
     paired = pair(baseline, candidate, options.allow_mismatch)
-    result = judge(baseline, candidate, paired, options.policy, options.tasks.golden_items())
+    since = None
+    if options.anchor is not None:
+        since = pair_anchor(options.anchor, candidate, options.allow_mismatch)
+    result = judge(
+        baseline, candidate, paired, options.policy, options.tasks.golden_items(), since=since
+    )
+    if since is not None:
+        result = replace(result, warnings=(*result.warnings, *_anchor_hardware(since, candidate)))
     # A proxy oversamples the examples its reference was unsure of: an unweighted ECE of its
     # sample would describe that sample, not the suite, so none is reported there.
     if baseline.manifest.proxy is not None:
         return result
     return replace(result, calibration=compare_calibration(paired.units, paired.pairs))
+
+
+def _anchor_hardware(since: Since, candidate: Run) -> list[str]:
+    """A warning when the anchor's records come from another CPU build than the candidate's:
+    the anchor is not rerun here, so its creep row carries that build's noise as well."""
+    theirs, ours = since.anchor.manifest.backend.hardware, candidate.manifest.backend.hardware
+    if theirs.kernels == ours.kernels:
+        return []
+    return [
+        f"anchor {since.label} was stored on another CPU build ({theirs.kernels} vs "
+        f"{ours.kernels}): {typical(Cause.HARDWARE)}; its creep row includes that noise"
+    ]
 
 
 def candidate_plan(

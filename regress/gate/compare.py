@@ -132,6 +132,33 @@ def pair(baseline: Run, candidate: Run, allow_mismatch: bool = False) -> Paired:
     )
 
 
+@dataclass(frozen=True)
+class Since:
+    """The creep guard's pairing: the candidate matched with the policy's anchor baseline."""
+
+    anchor: Run
+    paired: Paired
+
+    @property
+    def label(self) -> str:
+        return self.anchor.manifest.name
+
+
+def pair_anchor(anchor: Run, candidate: Run, allow_mismatch: bool = False) -> Since:
+    """Pair `candidate` with the anchor baseline, as `pair` does with the checked baseline.
+
+    Raises BadInput (naming the anchor) for a proxy anchor, whose estimate needs its own
+    sampled examples, or for examples that differ from the candidate's.
+    """
+    name = anchor.manifest.name
+    if anchor.manifest.proxy is not None:
+        raise BadInput(f"anchor {name!r} is a proxy: anchor the creep guard on a full baseline")
+    try:
+        return Since(anchor, pair(anchor, candidate, allow_mismatch))
+    except BadInput as exc:
+        raise BadInput(f"anchor {name!r}: {exc}") from exc
+
+
 def compare(
     baseline: Run,
     candidate: Run,
@@ -152,6 +179,7 @@ def judge(
     policy: Policy,
     golden_items: GoldenItems | None = None,
     look: int | None = None,
+    since: Since | None = None,
 ) -> Comparison:
     """Every rule of the gate on one pairing, and the verdict that sees them all: each unit's
     test, the failure-class rates and the golden sets' rules.
@@ -159,6 +187,9 @@ def judge(
     `look` (0-based) judges the pairing as that look of the policy's sequential design: every
     p-value becomes a repeated p-value and every bound a repeated confidence bound
     (regress.gate.spending), so the one alpha holds over all the looks together.
+
+    `since` adds the creep guard: each gated accuracy or score unit is tested against the
+    anchor too, by the margin rule at `policy.max_cumulative_drop`, in the same family.
     """
     pairs, unpaired, tasks = paired.pairs, paired.unpaired, paired.tasks
     warnings = list(paired.warnings)
@@ -172,14 +203,23 @@ def judge(
     for name in sorted(set(policy.units) - set(units)):
         warnings.append(f"policy names unit '{name}', which is not in this suite")
     unit_policies = {name: policy.for_unit(name) for name in units}
-    k = max(1, sum(unit_policy.gate for unit_policy in unit_policies.values()))
+    creep = _creep_policies(since, policy) if since is not None else {}
+    k = max(1, sum(unit_policy.gate for unit_policy in unit_policies.values()) + len(creep))
     measured = [
         _measure(name, members, pairs, policy, unit_policies[name], k, design)
         for name, members in units.items()
     ]
+    creep_units = []
+    if since is not None:
+        for name, unit_policy in creep.items():
+            members = since.paired.units[name]
+            unit, _, test = _measure(name, members, since.paired.pairs, policy, unit_policy, k)
+            named = replace(unit, name=f"{name} since {since.label}", since=since.label)
+            creep_units.append((named, test))
+        warnings += [f"anchor {since.label}: {w}" for w in since.paired.warnings]
     failures = _failure_rates(units, pairs, policy, unit_policies)
     golden = judge_golden(baseline, tasks, pairs, policy.max_relative_drop, golden_items)
-    found = [unit for unit, _, _ in measured]
+    found = [unit for unit, _, _ in measured] + [unit for unit, _ in creep_units]
     nominal: Callable[[float], float] = lambda level: level  # noqa: E731
     sequential = policy.sequential
     if look is not None and sequential is not None:
@@ -187,7 +227,7 @@ def judge(
         nominal = lambda level: sequential.nominal_level(level, look)  # noqa: E731
     results, failures, golden = _judge_all(
         found,
-        [test for _, _, test in measured],
+        [test for _, _, test in measured] + [test for _, test in creep_units],
         failures,
         golden,
         policy,
@@ -221,6 +261,20 @@ def judge(
         failures=failures,
         golden=golden,
     )
+
+
+def _creep_policies(since: Since, policy: Policy) -> dict[str, UnitPolicy]:
+    """The creep guard's units: every gated accuracy or score unit the anchor pairs, held to
+    the margin rule at max_cumulative_drop (a perplexity unit's budget is not an absolute
+    drop, so it has none)."""
+    pairs = since.paired.pairs
+    found = {}
+    for name, members in since.paired.units.items():
+        own = policy.for_unit(name)
+        records = {t.name: [base for base, _ in pairs[t.name]] for t in members}
+        if own.gate and unit_kind(name, members, records) is not UnitKind.PERPLEXITY:
+            found[name] = replace(own, max_drop=policy.max_cumulative_drop, rule=Rule.MARGIN)
+    return found
 
 
 def _failure_rates(
@@ -933,7 +987,8 @@ def _amount(unit: UnitResult, value: float) -> str:
 def _limit(unit: UnitResult) -> str:
     if unit.kind is UnitKind.PERPLEXITY:
         return f"max_relative_increase {unit.threshold:.2%}"
-    return f"max_drop {_points(unit.threshold)}"
+    budget = "max_cumulative_drop" if unit.since else "max_drop"
+    return f"{budget} {_points(unit.threshold)}"
 
 
 def _p_text(unit: UnitResult, p: float) -> str:

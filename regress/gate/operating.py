@@ -17,6 +17,11 @@ probability is a sum over (b, m): exact, not simulated.
 - `family_false_alarms`: the whole gate's chance of any REGRESSION when nothing changed (or
   every rule sits at its threshold), three units, a failure class and a golden set in one
   Holm family. Seeded simulation of the gate's own tests.
+- `creep_chains`: the creep guard (docs/gate.md#creep-guard) over successive promotions,
+  each a little worse than the last: how often the gate against the last baseline alone
+  passes every step, and how soon the gate with the anchor's rows in its family stops the
+  slide; and, with every true change at its threshold, its chance of any REGRESSION. Seeded
+  simulation of the gate's own exact tests.
 """
 
 from __future__ import annotations
@@ -221,6 +226,140 @@ def family_false_alarms(
     return FamilyRate(at_threshold, runs, rate, math.sqrt(rate * (1 - rate) / runs))
 
 
+CREEP_N = 2000
+CREEP_STEP_DISCORDANCE = 0.012
+"""The share of answers SmolLM2's Q8_0 requantization flipped (FACTS.md): the gentlest real
+change, each step of a slow slide."""
+CREEP_STEP_DROP = 0.008
+MAX_CUMULATIVE_DROP = 0.03
+
+
+@dataclass(frozen=True)
+class CreepPoint:
+    """One promotion step of simulated chains: what the gate said with and without the anchor."""
+
+    step: int
+    cumulative_drop: float
+    """The true drop since the anchor after this step."""
+    step_passed: float
+    """P(PASS) of the gate against the last baseline alone (one unit)."""
+    every_step_passed: float
+    """P(every step so far PASSED that gate): a team promoting on PASS got here."""
+    regression: float
+    """P(REGRESSION) of the gate with the creep guard (both rows in one Holm family)."""
+    stopped: float
+    """P(the guarded gate said REGRESSION at this step or an earlier one)."""
+
+
+def creep_chains(
+    chains: int = 100,
+    steps: int = 10,
+    drop: float = CREEP_STEP_DROP,
+    discordance: float = CREEP_STEP_DISCORDANCE,
+    n: int = CREEP_N,
+    seed: int = SEED,
+) -> list[CreepPoint]:
+    """Chains of `steps` promotions from an anchor at 60% accuracy, each step dropping `drop`
+    with `discordance` of answers flipping, judged as `creep_verdicts` judges them."""
+    rng = np.random.default_rng(seed)
+    table = _anchored(rng, chains, n)
+    points = []
+    passed_all = np.ones(chains, bool)
+    stopped = np.zeros(chains, bool)
+    for step in range(1, steps + 1):
+        step_counts, table = _promote(rng, table, drop, discordance, n)
+        alone = np.array(
+            [_passes(b, c, n, MAX_DROP, ALPHA) for b, c in zip(*step_counts, strict=True)]
+        )
+        regressed = creep_verdicts(step_counts, (table[1, 0], table[0, 1]), n)[0]
+        passed_all &= alone
+        stopped |= regressed
+        points.append(
+            CreepPoint(
+                step,
+                step * drop,
+                float(alone.mean()),
+                float(passed_all.mean()),
+                float(regressed.mean()),
+                float(stopped.mean()),
+            )
+        )
+    return points
+
+
+def creep_false_alarms(
+    at_threshold: bool, runs: int = 400, n: int = CREEP_N, seed: int = SEED
+) -> FamilyRate:
+    """P(REGRESSION) of the guarded gate when nothing changed since the anchor, or when the
+    candidate is exactly max_drop below its baseline and exactly max_cumulative_drop below
+    the anchor (the baseline sits in between): the worst case both rows' alpha must hold."""
+    rng = np.random.default_rng(seed)
+    first, second = (MAX_CUMULATIVE_DROP - MAX_DROP, MAX_DROP) if at_threshold else (0.0, 0.0)
+    # Each step flips as much as the gentlest real requantization, and at least its drop.
+    _, table = _promote(rng, _anchored(rng, runs, n), first, CREEP_STEP_DISCORDANCE + first, n)
+    step_counts, table = _promote(rng, table, second, CREEP_STEP_DISCORDANCE + second, n)
+    regressed = creep_verdicts(step_counts, (table[1, 0], table[0, 1]), n)[0]
+    rate = float(regressed.mean())
+    return FamilyRate(at_threshold, runs, rate, math.sqrt(rate * (1 - rate) / runs))
+
+
+Table = dict[tuple[int, int], np.ndarray]
+"""Per simulated run, its examples counted by (anchor right, current baseline right)."""
+
+
+def _anchored(rng: np.random.Generator, runs: int, n: int) -> Table:
+    """Runs whose current baseline is the anchor itself, at 60% accuracy."""
+    right = rng.binomial(n, 0.6, size=runs)
+    zero = np.zeros(runs, dtype=np.int64)
+    return {(1, 1): right, (1, 0): zero, (0, 1): zero, (0, 0): n - right}
+
+
+def _promote(
+    rng: np.random.Generator, table: Table, drop: float, discordance: float, n: int
+) -> tuple[tuple[np.ndarray, np.ndarray], Table]:
+    """One candidate `drop` worse than the current baseline, `discordance` of its answers
+    flipped: its counts (b, c) against that baseline, and the table with it promoted."""
+    right = (table[1, 1] + table[0, 1]) / n
+    lose, gain = (discordance + drop) / 2 / right, (discordance - drop) / 2 / (1 - right)
+    moved = {cell: rng.binomial(table[cell], lose if cell[1] else gain) for cell in table}
+    counts = (moved[1, 1] + moved[0, 1], moved[1, 0] + moved[0, 0])
+    promoted = {(a, now): table[a, now] - moved[a, now] + moved[a, 1 - now] for a, now in table}
+    return counts, promoted
+
+
+def creep_verdicts(
+    step: tuple[np.ndarray, np.ndarray],
+    creep: tuple[np.ndarray, np.ndarray],
+    n: int,
+    max_drop: float = MAX_DROP,
+    budget: float = MAX_CUMULATIVE_DROP,
+) -> tuple[np.ndarray, np.ndarray]:
+    """REGRESSION and PASS masks of one unit gated against its last baseline, counts `step`
+    (b, c), and against the anchor, counts `creep`, with both margin tests in one Holm family
+    and both within-margin tests in another, as `regress.gate.compare` judges them."""
+    regressed, passed = [], []
+    for b, c, bk, ck in zip(*step, *creep, strict=True):
+        beyond = sorted((_exact(int(b), int(c), n, max_drop), _exact(int(bk), int(ck), n, budget)))
+        within = sorted(
+            (_within(int(b), int(c), n, max_drop), _within(int(bk), int(ck), n, budget))
+        )
+        # Holm over two: the smaller p against alpha / 2, then the larger against alpha.
+        regressed.append(beyond[0] < ALPHA / 2)
+        passed.append(not regressed[-1] and within[0] < ALPHA / 2 and within[1] < ALPHA)
+    return np.array(regressed), np.array(passed)
+
+
+def _passes(b: int, c: int, n: int, margin: float, level: float) -> bool:
+    """A single unit's PASS: no REGRESSION shown, and its drop shown within `margin`."""
+    return _exact(int(b), int(c), n, margin) >= level and _within(int(b), int(c), n, margin) < level
+
+
+@functools.lru_cache(maxsize=100_000)
+def _within(b: int, c: int, n: int, margin: float) -> float:
+    # A drop observed beyond the margin is never shown within it: skip the exact sum.
+    return 1.0 if b - c >= margin * n else margin_pvalue(b, c, n, margin, Side.WITHIN)
+
+
 def render_size_grid(points: Sequence[SizePoint]) -> str:
     """docs/gate.md's guarantee table: P(REGRESSION) / P(PASS) at a true drop of max_drop."""
     discordances = sorted({p.discordance for p in points})
@@ -269,6 +408,43 @@ def render_family(rates: Sequence[FamilyRate]) -> str:
         f"Whole gate runs ({rates[0].runs:,} seeded each; 3 units of n = 300, a failure class, "
         f"a golden set of 50, one Holm family), any REGRESSION: {parts}."
     )
+
+
+def render_creep(points: Sequence[CreepPoint], rates: Sequence[FamilyRate]) -> str:
+    """docs/gate.md's creep-guard table and its size sentence."""
+    lines = [
+        _row(
+            [
+                "step",
+                "true drop since anchor",
+                "gate vs last baseline: PASS",
+                "every step so far PASSED",
+                "guarded gate: REGRESSION",
+                "stopped by now",
+            ]
+        ),
+        _row(["---:"] * 6),
+    ]
+    for p in points:
+        lines.append(
+            _row(
+                [
+                    str(p.step),
+                    f"{p.cumulative_drop * 100:.1f} pts",
+                    f"{p.step_passed:.0%}",
+                    f"{p.every_step_passed:.0%}",
+                    f"{p.regression:.0%}",
+                    f"{p.stopped:.0%}",
+                ]
+            )
+        )
+    parts = "; ".join(
+        f"{'both true drops at their thresholds' if r.at_threshold else 'nothing changed'}: "
+        f"{r.regression:.1%} ± {r.se:.1%}"
+        for r in rates
+    )
+    lines += ["", f"Guarded gate runs ({rates[0].runs:,} seeded each), any REGRESSION: {parts}."]
+    return "\n".join(lines)
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -384,6 +560,8 @@ def main() -> None:
     design = SequentialDesign()
     cells = [sequential_oc(SEQUENTIAL_N, d, f, design, runs=2000) for d, f in SEQUENTIAL_CELLS]
     print(render_sequential(cells))
+    print()
+    print(render_creep(creep_chains(), [creep_false_alarms(False), creep_false_alarms(True)]))
 
 
 if __name__ == "__main__":

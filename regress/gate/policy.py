@@ -20,6 +20,8 @@ perplexity:
   max_relative_increase: 0.02
 golden:
   max_relative_drop: 0.05   # golden sets: pass rate may drop by 5% of itself at most
+anchor: release-1.0     # creep guard: also test against this baseline (docs/gate.md#creep-guard)
+max_cumulative_drop: 0.03  # largest tolerated drop since the anchor (needs anchor)
 sequential:             # stop each unit as soon as it decides (docs/gate.md#sequential)
   looks: [0.25, 0.5, 1.0]  # shares of each unit's examples (or a count: 4 equal steps)
   spending: obf         # Lan-DeMets O'Brien-Fleming alpha spending
@@ -133,6 +135,12 @@ class Policy:
     sequential: SequentialDesign | None = None
     """A group-sequential gate: looks, alpha spending and the order examples run in; None
     runs every example and tests once."""
+    anchor: str | None = None
+    """The creep guard: a baseline (a name in the store, or a run folder) some promotions
+    back that the candidate is tested against too, so drops that each pass cannot add up
+    unseen; None tests against the checked baseline only."""
+    max_cumulative_drop: float = 0.03
+    """Largest tolerated accuracy drop since the anchor (absolute); used only with one."""
     notices: tuple[str, ...] = field(default=(), compare=False)
     """Lines the report repeats about how the policy was read (a key whose default changed)."""
 
@@ -191,6 +199,11 @@ class Policy:
                 else {}
             ),
             **({"sequential": self.sequential.to_dict()} if self.sequential else {}),
+            **(
+                {"anchor": self.anchor, "max_cumulative_drop": self.max_cumulative_drop}
+                if self.anchor is not None
+                else {}
+            ),
             # The latency gate's key only when set: accuracy reports print this dict.
             **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
@@ -235,7 +248,7 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     for key in ("alpha", "power"):
         if key in top:
             values[key] = reader.fraction(top[key], key, open_low=True)
-    for key in ("max_drop", "max_error_rate", "max_failure_increase"):
+    for key in ("max_drop", "max_error_rate", "max_failure_increase", "max_cumulative_drop"):
         if key in top:
             values[key] = reader.fraction(top[key], key, open_low=False)
     if "correction" in top:
@@ -273,6 +286,11 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
             values["max_relative_drop"] = reader.fraction(
                 golden["max_relative_drop"], "golden.max_relative_drop", open_low=False
             )
+    if top.get("anchor") is not None:
+        values["anchor"] = reader.text(top["anchor"], "anchor", "a baseline name or folder")
+    elif "max_cumulative_drop" in top:
+        # Without an anchor the budget would be silently ignored: a gate that lies.
+        reader.fail("max_cumulative_drop", top["max_cumulative_drop"], "set with an anchor")
     if top.get("sequential") not in (None, False):
         values["sequential"] = _parse_design(reader, top["sequential"])
     if "units" in top:
@@ -379,8 +397,11 @@ class _Reader:
         return value
 
     def name(self, value: Any, key: str) -> str:
+        return self.text(value, key, "a metric name")
+
+    def text(self, value: Any, key: str, what: str) -> str:
         if not isinstance(value, str) or not value:
-            self.fail(key, value, "a metric name")
+            self.fail(key, value, what)
         return value
 
     def choice(self, value: Any, key: str, enum: type[StrEnum]) -> Any:

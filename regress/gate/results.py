@@ -169,6 +169,9 @@ class UnitResult:
     baseline, candidate, delta, ci, the p-values, discordance, KL divergence and top-1
     agreement are stratified estimates (each example weighs 1 / its inclusion probability)
     and tests of the parent suite."""
+    since: str | None = None
+    """The creep guard's row: the anchor baseline this unit's candidate is tested against
+    (with the policy's max_cumulative_drop as its threshold); None for the checked baseline."""
 
 
 @dataclass(frozen=True)
@@ -367,6 +370,9 @@ class Comparison:
         data = asdict(self)
         if self.sequential is None:
             del data["sequential"]
+        for unit in data["units"]:
+            if unit["since"] is None:
+                del unit["since"]
         data["policy"] = self.policy.to_dict()
         data["exit_code"] = int(self.exit_code)
         return data

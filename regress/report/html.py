@@ -102,20 +102,29 @@ def render_page(inputs: Inputs, title: str = "regress report") -> Page:
     for i, (sweep, frontier) in enumerate(inputs.sweeps):
         for chart, figure in sweep_charts(sweep, frontier).items():
             figures[f"sweep{i}-{chart}"] = tidy(figure)
-    sections = [_figure_section(chart, figures[chart]) for chart in charts.figures]
+    sections = [figure_section(chart, figures[chart]) for chart in charts.figures]
     sections += _sweep_sections(inputs, figures)
-    text = (
+    text = document(
+        title,
+        f"{_cards(inputs)}{_left_out(charts.missing)}",
+        f"<p>regress {__version__}. Inputs:</p>{_inputs_table(inputs)}{''.join(sections)}",
+    )
+    return Page(text, tuple(figures), tuple(charts.missing))
+
+
+def document(title: str, head: str, body: str) -> str:
+    """A self-contained page: the title, `head` (before the note a failed drawing writes),
+    `body` (figure sections among it are drawn), and plotly.js embedded."""
+    return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
-        f"{_cards(inputs)}{_left_out(charts.missing)}"
+        f"<h1>{html.escape(title)}</h1>{head}"
         '<p id="plotly-error" hidden></p>'
-        f"<p>regress {__version__}. Inputs:</p>{_inputs_table(inputs)}{''.join(sections)}"
+        f"{body}"
         f'<script type="application/gzip" id="plotly-js" '
         f'data-plotly-js="{get_plotlyjs_version()}">{_packed_plotly()}</script>'
         f"<script>{_DRAW}</script></body></html>\n"
     )
-    return Page(text, tuple(figures), tuple(charts.missing))
 
 
 def render_html(inputs: Inputs, title: str = "regress report") -> str:
@@ -257,7 +266,8 @@ def _left_out(missing: dict[str, str]) -> str:
     return f'<section class="left-out"><h2>Charts not drawn</h2><ul>{lines}</ul></section>'
 
 
-def _figure_section(chart_id: str, figure: go.Figure) -> str:
+def figure_section(chart_id: str, figure: go.Figure) -> str:
+    """A chart's block: its div and its figure JSON, drawn by the page's script."""
     # `</script` would end the block early and `<!--` change how it ends: no `<` at all then.
     # It only occurs inside JSON strings, where `\\u003c` is the same character.
     data = pio.to_json(figure, validate=True).replace("<", "\\u003c")
@@ -282,7 +292,7 @@ def _sweep_sections(inputs: Inputs, figures: dict[str, go.Figure]) -> list[str]:
         table = html.escape(sweep_table(sweep, frontier))
         sections.append(f"<section><h2>Sweep of {html.escape(sweep.model)}</h2><pre>{table}</pre>")
         prefix = f"sweep{i}-"
-        sections += [_figure_section(k, f) for k, f in figures.items() if k.startswith(prefix)]
+        sections += [figure_section(k, f) for k, f in figures.items() if k.startswith(prefix)]
         sections.append("</section>")
     return sections
 
