@@ -84,7 +84,9 @@ def arc_store(tmp_path_factory, data_dir) -> Path:
     return root
 
 
-def check_json(store: Path, model: str, tmp_path: Path, data_dir: Path) -> tuple[int, dict]:
+def check_json(
+    store: Path, model: str, tmp_path: Path, data_dir: Path, *extra: str
+) -> tuple[int, dict]:
     report = tmp_path / "r.json"
     code, text = run(
         "check",
@@ -101,9 +103,26 @@ def check_json(store: Path, model: str, tmp_path: Path, data_dir: Path) -> tuple
         "--report-md",
         str(tmp_path / "r.md"),
         "--no-cache",
+        *extra,
     )
     assert report.exists(), text
     return code, json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def q8(arc_store, tmp_path_factory, data_dir) -> tuple[Path, str, int, dict]:
+    """SmolLM2's Q8_0 requantization checked against `arc` once, its run saved in the same
+    folder (`run/`, beside `r.md`): the model, quantize's output, the exit code and report."""
+    folder = tmp_path_factory.mktemp("q8")
+    model = folder / "q8.gguf"
+    # llama.cpp logs every tensor through this logger (about 350 lines): only under -v.
+    logging.getLogger("llama-cpp-python").setLevel(logging.NOTSET)
+    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(model))
+    assert code == 0, text
+    code, data = check_json(
+        arc_store, str(model), folder, data_dir, "--save-run", str(folder / "run")
+    )
+    return model, text, code, data
 
 
 @pytest.fixture(scope="module")
@@ -126,16 +145,13 @@ def test_baseline_list_show_verify(store):
 
 
 @pytest.mark.model
-def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
-    q8 = tmp_path / "q8.gguf"
-    # llama.cpp logs every tensor through this logger (about 350 lines): only under -v.
-    logging.getLogger("llama-cpp-python").setLevel(logging.NOTSET)
-    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))
-    assert code == 0 and len(text.strip().splitlines()) == 1, text
-    assert text.startswith(f"wrote {q8} (") and text.rstrip().endswith(" MB, Q8_0)")
-    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8), "-v")
-    assert code == 0 and len(text.splitlines()) > 100
-    code, data = check_json(arc_store, str(q8), tmp_path, data_dir)
+def test_q8_requantization_passes(q8, tmp_path):
+    model, text, code, data = q8
+    assert len(text.strip().splitlines()) == 1, text
+    assert text.startswith(f"wrote {model} (") and text.rstrip().endswith(" MB, Q8_0)")
+    verbose = tmp_path / "v.gguf"
+    out, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(verbose), "-v")
+    assert out == 0 and len(text.splitlines()) > 100
     [unit] = data["units"]
     # Never a REGRESSION; a PASS exactly when its within-margin test says so (100 examples
     # rarely suffice to show 2 points: the verdict is then INCONCLUSIVE, exit 0).
@@ -143,17 +159,54 @@ def test_q8_requantization_passes(arc_store, tmp_path, data_dir):
     assert code == ExitCode.OK and data["verdict"] == ("PASS" if shown else "INCONCLUSIVE")
     assert unit["b"] + unit["c"] < 0.1 * unit["n"]  # Q8_0 changes about 1% of answers here
     assert unit["n"] == int(ARC_LIMIT)
-    first = (tmp_path / "r.md").read_text().splitlines()[0]
+    first = (model.parent / "r.md").read_text().splitlines()[0]
     assert first.startswith("## regress: ✅ PASS" if shown else "## regress: ⚠️ INCONCLUSIVE")
     # The same model with zero flips: tests/test_cli_misc.py (the committed baseline).
 
 
 @pytest.mark.model
-def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data_dir):
-    code, data = check_json(arc_store, str(broken_model), tmp_path, data_dir)
+def test_decision_gates_judge_a_real_runs_own_accuracy(q8, arc_store, tmp_path):
+    """The saved Q8_0 run gated again (no model run) under `gates:`: pass@1 required 15 points
+    under its measured accuracy is shown met, 15 points over it shown failing (exit 1)."""
+    model, _, _, data = q8
+    [unit] = data["units"]
+    accuracy = unit["candidate"]
+    for offset, verdict, code in ((-0.15, "PASS", ExitCode.OK), (0.15, "REGRESSION", 1)):
+        policy = tmp_path / "policy.yaml"
+        bound = min(max(accuracy + offset, 0.01), 0.99)
+        policy.write_text(f"gates:\n  pass_at_1: {{unit: arc_easy, min: {bound}}}\n")
+        report = tmp_path / "r.json"
+        out, text = run(
+            "check", "-b", "arc", "--candidate-run", str(model.parent / "run"), "--store",
+            str(arc_store), "--policy", str(policy), "--report-json", str(report),
+        )  # fmt: skip
+        assert out == code, text
+        [gate] = json.loads(report.read_text())["requirements"]
+        assert gate["value"] == pytest.approx(accuracy) and gate["n"] == unit["n"]
+        assert gate["verdict"] == verdict
+
+
+@pytest.mark.model
+def test_destroyed_model_is_a_regression(arc_store, broken_model, q8, tmp_path, data_dir):
+    """TQ1_0 against `arc`, with the Q8_0 run as the creep guard's anchor (a run folder): both
+    rows regress, and the anchor row is what comparing the two saved runs directly gives."""
+    anchor, candidate = q8[0].parent / "run", tmp_path / "cand"
+    guard = ("--anchor", str(anchor), "--save-run", str(candidate))
+    code, data = check_json(arc_store, str(broken_model), tmp_path, data_dir, *guard)
     assert code == ExitCode.REGRESSION
     assert data["verdict"] == "REGRESSION"
-    [unit] = data["units"]
+    unit, since = data["units"]
+    name = read_run(anchor).manifest.name
+    [oracle] = compare(read_run(anchor), read_run(candidate), Policy(max_drop=0.03)).units
+    assert (unit["name"], since["name"], since["since"]) == (
+        "arc_easy",
+        f"arc_easy since {name}",
+        name,
+    )
+    assert (since["n"], since["b"], since["c"]) == (oracle.n, oracle.b, oracle.c)
+    assert since["pvalue"] == pytest.approx(oracle.pvalue)
+    assert since["threshold"] == 0.03 and since["verdict"] == "REGRESSION"
+    assert data["policy"]["anchor"] == str(anchor)
     assert unit["b"] > unit["c"] and unit["adjusted_pvalue"] < 0.05
     assert unit["candidate"] < unit["baseline"] - 0.1
     # The report decides in its first line, names the candidate by its file, and shows each
@@ -172,40 +225,6 @@ def test_destroyed_model_is_a_regression(arc_store, broken_model, tmp_path, data
         assert flip["baseline_answer"] == texts[flip["baseline_pred"]]
         assert flip["candidate_answer"] == texts[flip["candidate_pred"]]
     assert "| task | doc | question | baseline | candidate | expected |  |" in report
-
-
-@pytest.mark.model
-def test_the_creep_guard_gates_a_real_candidate_against_the_anchor_too(
-    arc_store, broken_model, tmp_path, data_dir
-):
-    """A Q8_0 run saved as the anchor (a run folder); the destroyed TQ1_0 checked against
-    `arc` with `--anchor`: the anchor row is what comparing the two saved runs directly gives
-    (the oracle), and it fails the gate beside the baseline's own row."""
-    q8, anchor, candidate = tmp_path / "q8.gguf", tmp_path / "q8-run", tmp_path / "cand"
-    code, text = run("quantize", "smollm2-135m", "--type", "Q8_0", "-o", str(q8))
-    assert code == 0, text
-    where = ("--store", str(arc_store), "--data-dir", str(data_dir), "--no-cache")
-    code, text = run("check", "-b", "arc", "-m", str(q8), *where, "--save-run", str(anchor))
-    assert code == ExitCode.OK, text
-    report = tmp_path / "r.json"
-    code, text = run(
-        "check", "-b", "arc", "-m", str(broken_model), *where, "--anchor", str(anchor),
-        "--save-run", str(candidate), "--report-json", str(report),
-    )  # fmt: skip
-    assert code == ExitCode.REGRESSION, text
-    data = json.loads(report.read_text())
-    unit, since = data["units"]
-    name = read_run(anchor).manifest.name
-    [oracle] = compare(read_run(anchor), read_run(candidate), Policy(max_drop=0.03)).units
-    assert (unit["name"], since["name"], since["since"]) == (
-        "arc_easy",
-        f"arc_easy since {name}",
-        name,
-    )
-    assert (since["n"], since["b"], since["c"]) == (oracle.n, oracle.b, oracle.c)
-    assert since["pvalue"] == pytest.approx(oracle.pvalue)
-    assert since["threshold"] == 0.03 and since["verdict"] == "REGRESSION"
-    assert unit["verdict"] == "REGRESSION" and data["policy"]["anchor"] == str(anchor)
 
 
 def test_baseline_create_names_units_under_min_examples():

@@ -50,13 +50,15 @@ from regress.gate.drop_tests import (
     RelativeIncrease,
     StudentizedShift,
 )
-from regress.gate.failure_rates import FailureRate, failure_rates, generates
+from regress.gate.failure_rates import FailureRate, failure_rates, generates, refusal_share
 from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
 from regress.gate.margin_test import Side
 from regress.gate.pairing import Pair, pair_runs
 from regress.gate.perplexity import corpus_shift
-from regress.gate.policy import Inconclusive, Policy, UnitPolicy
+from regress.gate.policy import Inconclusive, Metric, Policy, Requirement, UnitPolicy
 from regress.gate.power import accuracy_mde, accuracy_n, pass_n, shift_mde, shift_n
+from regress.gate.requirements import RequirementResult, measure
+from regress.gate.requirements import settle as settle_requirement
 from regress.gate.results import (
     MAX_FLIPS,
     Comparison,
@@ -219,19 +221,21 @@ def judge(
         warnings += [f"anchor {since.label}: {w}" for w in since.paired.warnings]
     failures = _failure_rates(units, pairs, policy, unit_policies)
     golden = judge_golden(baseline, tasks, pairs, policy.max_relative_drop, golden_items)
+    required = [_requirement(r, units, pairs, unit_policies) for r in policy.gates]
     found = [unit for unit, _, _ in measured] + [unit for unit, _ in creep_units]
     nominal: Callable[[float], float] = lambda level: level  # noqa: E731
     sequential = policy.sequential
     if look is not None and sequential is not None:
         found, failures, golden = _repeated(sequential, look, found, failures, golden)
         nominal = lambda level: sequential.nominal_level(level, look)  # noqa: E731
-    results, failures, golden = _judge_all(
+    results, failures, golden, decided = _judge_all(
         found,
         [test for _, _, test in measured] + [test for _, test in creep_units],
         failures,
         golden,
         policy,
         nominal,
+        required,
     )
     warnings += policy.notices
     for unit in results:
@@ -244,7 +248,7 @@ def judge(
         (flip for _, unit_flips, _ in measured for flip in unit_flips),
         key=lambda f: (not f.regressed, f.task, f.doc_id),
     )
-    verdict, exit_code = decide(results, failures, golden, policy)
+    verdict, exit_code = decide(results, failures, golden, policy, decided)
     return Comparison(
         verdict=verdict,
         exit_code=exit_code,
@@ -260,7 +264,40 @@ def judge(
         command=candidate.manifest.command,
         failures=failures,
         golden=golden,
+        requirements=decided,
     )
+
+
+def _requirement(
+    requirement: Requirement,
+    units: dict[str, list[TaskInfo]],
+    pairs: dict[str, list[Pair]],
+    unit_policies: dict[str, UnitPolicy],
+) -> RequirementResult:
+    """A decision gate's raw tests on the candidate's examples of its unit (every gated
+    accuracy or score unit when it names none): each example's value of the unit's metric,
+    or its refusal share."""
+    if requirement.unit is not None and requirement.unit not in units:
+        return measure(requirement, None, f"the suite has no unit {requirement.unit!r}")
+    names = [requirement.unit] if requirement.unit else [n for n in units if unit_policies[n].gate]
+    refusals = requirement.metric is Metric.REFUSAL_RATE
+    values: list[float] = []
+    generated = False
+    for name in names:
+        members = units[name]
+        records = {t.name: [cand for _, cand in pairs[t.name]] for t in members}
+        kind = unit_kind(name, members, records)
+        if kind is UnitKind.PERPLEXITY:
+            continue
+        for task in members:
+            metric = _metric_of(task, unit_policies[name], kind)
+            for record in records[task.name]:
+                generated = generated or "failure" in record.scores
+                binary = kind is UnitKind.ACCURACY
+                values.append(refusal_share(record) if refusals else _value(record, metric, binary))
+    if refusals and not generated:
+        return measure(requirement, None, "its examples are not generations: nothing to refuse")
+    return measure(requirement, values, "")
 
 
 def _creep_policies(since: Since, policy: Policy) -> dict[str, UnitPolicy]:
@@ -784,7 +821,13 @@ def _judge_all(
     golden: Sequence[GoldenResult],
     policy: Policy,
     nominal: Callable[[float], float],
-) -> tuple[tuple[UnitResult, ...], tuple[FailureRate, ...], tuple[GoldenResult, ...]]:
+    required: Sequence[RequirementResult] = (),
+) -> tuple[
+    tuple[UnitResult, ...],
+    tuple[FailureRate, ...],
+    tuple[GoldenResult, ...],
+    tuple[RequirementResult, ...],
+]:
     """Correct every rule's p-values together, then give every unit, failure class and golden
     set its verdict, and each unit the bounds that agree with it.
 
@@ -794,11 +837,14 @@ def _judge_all(
     gated units' within-margin tests: alpha bounds the chance of any false PASS as well.
     The no-drop tests of `no_evidence_of_harm` form the third, as before. `nominal` maps a
     family level to the level a bound is inverted at (a sequential look's nominal level).
+    The decision gates' two tests (regress.gate.requirements) join the first two families.
     """
     gated = [i for i, unit in enumerate(units) if unit.gated]
     tested = [i for i, f in enumerate(failures) if f.threshold is not None]
     family = [units[i].pvalue for i in gated] + [failures[i].pvalue for i in tested]
     family += [g.pvalue for g in golden]
+    evaluated = [i for i, r in enumerate(required) if r.fail_pvalue is not None]
+    family += [required[i].fail_pvalue or 1.0 for i in evaluated]
     adjusted = adjust_pvalues(family, policy.correction)
     levels = family_levels(family, policy.alpha, policy.correction)
     k = len(gated)
@@ -813,18 +859,18 @@ def _judge_all(
         )
     start = k + len(tested)
     golden = [settle(g, adjusted[start + j], policy.alpha) for j, g in enumerate(golden)]
+    fail_adj = dict(zip(evaluated, adjusted[start + len(golden) :], strict=True))
     pass_raw = [_or_one(units[i].pass_pvalue) for i in gated]
-    pass_adj = dict(
-        zip(
-            gated,
-            zip(
-                adjust_pvalues(pass_raw, policy.correction),
-                family_levels(pass_raw, policy.alpha, policy.correction),
-                strict=True,
-            ),
-            strict=True,
-        )
-    )
+    pass_raw += [_or_one(required[i].pass_pvalue) for i in evaluated]
+    pass_all = adjust_pvalues(pass_raw, policy.correction)
+    pass_levels = family_levels(pass_raw, policy.alpha, policy.correction)
+    pass_adj = dict(zip(gated, zip(pass_all[:k], pass_levels[:k], strict=True), strict=True))
+    met_adj = dict(zip(evaluated, pass_all[k:], strict=True))
+    evidence = policy.pass_requires is PassRequires.EVIDENCE
+    required = [
+        settle_requirement(r, fail_adj.get(i), met_adj.get(i), policy.alpha, evidence)
+        for i, r in enumerate(required)
+    ]
     change_p = adjust_pvalues([units[i].change_pvalue for i in gated], policy.correction)
     change_adj = dict(zip(gated, change_p, strict=True))
     judged = []
@@ -851,7 +897,7 @@ def _judge_all(
         if policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM:
             unit = replace(unit, n_to_pass=None)
         judged.append(replace(unit, verdict=verdict, reason=reason))
-    return tuple(judged), tuple(failures), tuple(golden)
+    return tuple(judged), tuple(failures), tuple(golden), tuple(required)
 
 
 def _bounds(
@@ -1004,11 +1050,13 @@ def decide(
     failures: Sequence[FailureRate],
     golden: Sequence[GoldenResult],
     policy: Policy,
+    required: Sequence[RequirementResult] = (),
 ) -> tuple[Verdict, ExitCode]:
     """The gate's one verdict, from every rule's outcome: ERROR when a gated unit's run
-    failed; else REGRESSION when a gated unit regressed, a gated failure-class rate rose or
-    a golden set failed; else INCONCLUSIVE when a gated unit could not decide; else PASS."""
-    verdicts = {unit.verdict for unit in units if unit.gated}
+    failed; else REGRESSION when a gated unit regressed, a gated failure-class rate rose, a
+    golden set failed or a decision gate was shown failing; else INCONCLUSIVE when a gated
+    unit or a decision gate could not decide; else PASS."""
+    verdicts = {unit.verdict for unit in units if unit.gated} | {r.verdict for r in required}
     if Verdict.ERROR in verdicts:
         return Verdict.ERROR, ExitCode.RUN_FAILED
     if (

@@ -51,6 +51,11 @@ def _rates(record: Record, failure: str) -> float:
     return classes.count(failure) / len(classes) if classes else 0.0
 
 
+def refusal_share(record: Record) -> float:
+    """The share of an example's generations that refused (a failed example: none)."""
+    return _rates(record, FailureClass.REFUSAL)
+
+
 def generates(pairs: Sequence[Pair]) -> bool:
     """Whether these records are generations with failure classes."""
     return any("failure" in base.scores for base, _ in pairs)

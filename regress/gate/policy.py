@@ -94,6 +94,53 @@ class UnitPolicy:
             object.__setattr__(self, "rule", _choice(Rule, self.rule, "rule"))
 
 
+class Metric(StrEnum):
+    """What a requirement bounds."""
+
+    PASS_AT_1 = "pass_at_1"
+    """A unit's accuracy (the mean pass rate over samples): at least `min`."""
+    REFUSAL_RATE = "refusal_rate"
+    """The share of a unit's generations that refused: at most `max`."""
+    TTFT_MS = "ttft_ms"
+    """Time to first token, from a bench file: `check` has none, so never evaluated there."""
+    QUALITY = "quality"
+    """A judged quality score: regress has no judged units yet, so never evaluated."""
+
+
+MINIMA = {Metric.PASS_AT_1, Metric.QUALITY}
+"""Metrics bounded from below (`min`); the others from above (`max`)."""
+NOT_HERE = {
+    Metric.TTFT_MS: "its figure comes from a bench file, which `check` does not read",
+    Metric.QUALITY: "it needs a judged unit, and regress has no judge yet",
+}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One decision gate of the policy (`gates:`)."""
+
+    metric: Metric
+    bound: float
+    unit: str | None = None
+    """The unit it applies to; None: every gated unit's examples together."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metric", _choice(Metric, self.metric, "gates"))
+
+    @property
+    def at_least(self) -> bool:
+        return self.metric in MINIMA
+
+    def describe(self) -> str:
+        """`pass_at_1 of core >= 85.0%`."""
+        where = f" of {self.unit}" if self.unit else ""
+        sign = ">=" if self.at_least else "<="
+        value = f"{self.bound:g} ms" if self.metric is Metric.TTFT_MS else f"{self.bound:.1%}"
+        if self.metric is Metric.QUALITY:
+            value = f"{self.bound:g}"
+        return f"{self.metric}{where} {sign} {value}"
+
+
 @dataclass(frozen=True)
 class Policy:
     """Thresholds and tests of the gate; the defaults are what `regress check` uses."""
@@ -141,6 +188,9 @@ class Policy:
     unseen; None tests against the checked baseline only."""
     max_cumulative_drop: float = 0.03
     """Largest tolerated accuracy drop since the anchor (absolute); used only with one."""
+    gates: tuple[Requirement, ...] = ()
+    """Decision gates: absolute requirements on the candidate, each a one-sided test in the
+    gate's families (regress.gate.requirements)."""
     notices: tuple[str, ...] = field(default=(), compare=False)
     """Lines the report repeats about how the policy was read (a key whose default changed)."""
 
@@ -204,9 +254,22 @@ class Policy:
                 if self.anchor is not None
                 else {}
             ),
+            **({"gates": _gates_dict(self.gates)} if self.gates else {}),
             # The latency gate's key only when set: accuracy reports print this dict.
             **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
+
+
+def _gates_dict(gates: tuple[Requirement, ...]) -> dict[str, Any]:
+    """`gates:` as the policy file spells it: a mapping per metric, a list when several."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for gate in gates:
+        entry: dict[str, Any] = {"unit": gate.unit} if gate.unit else {}
+        entry["min" if gate.at_least else "max"] = gate.bound
+        found.setdefault(str(gate.metric), []).append(entry)
+    return {
+        metric: entries[0] if len(entries) == 1 else entries for metric, entries in found.items()
+    }
 
 
 def _unit_dict(unit: UnitPolicy) -> dict[str, Any]:
@@ -291,6 +354,8 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     elif "max_cumulative_drop" in top:
         # Without an anchor the budget would be silently ignored: a gate that lies.
         reader.fail("max_cumulative_drop", top["max_cumulative_drop"], "set with an anchor")
+    if "gates" in top:
+        values["gates"] = _parse_gates(reader, top["gates"])
     if top.get("sequential") not in (None, False):
         values["sequential"] = _parse_design(reader, top["sequential"])
     if "units" in top:
@@ -326,6 +391,30 @@ def _parse_design(reader: _Reader, spec: Any) -> SequentialDesign:
         return SequentialDesign(**values)
     except ValueError as exc:
         raise BadInput(f"{reader.where}: sequential: {exc}") from exc
+
+
+def _parse_gates(reader: _Reader, spec: Any) -> tuple[Requirement, ...]:
+    """`gates:` maps a metric to one requirement (`{unit: core, min: 0.85}`) or a list of
+    them; a metric bounded from below takes `min`, the others `max`."""
+    gates = []
+    for metric, entries in reader.mapping(spec, "gates").items():
+        kind = reader.choice(metric, "gates", Metric)
+        for i, entry in enumerate(entries if isinstance(entries, list) else [entries]):
+            key = f"gates.{metric}" + (f"[{i}]" if isinstance(entries, list) else "")
+            side = "min" if kind in MINIMA else "max"
+            found = reader.mapping(entry, key)
+            reader.no_unknown(found, {"unit", side}, f"{key}.")
+            if side not in found:
+                reader.fail(f"{key}.{side}", None, "a number (the bound)")
+            if kind in (Metric.PASS_AT_1, Metric.REFUSAL_RATE):
+                bound = reader.fraction(found[side], f"{key}.{side}", open_low=True)
+            else:
+                bound = reader.positive(found[side], f"{key}.{side}")
+            unit = found.get("unit")
+            if unit is not None:
+                unit = reader.text(unit, f"{key}.unit", "a unit name")
+            gates.append(Requirement(kind, bound, unit))
+    return tuple(gates)
 
 
 def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from regress.core.errors import ExitCode
 from regress.core.manifest import Manifest
@@ -15,6 +15,10 @@ from regress.gate.choice_calibration import CalibrationResult
 from regress.gate.failure_rates import FailureRate
 from regress.gate.golden_rules import GoldenResult
 from regress.gate.policy import Policy
+
+if TYPE_CHECKING:
+    # Only a type here: the requirements module builds on this one.
+    from regress.gate.requirements import RequirementResult
 from regress.gate.rules import Rule
 
 COMPARISON_SCHEMA_VERSION = 1
@@ -363,6 +367,8 @@ class Comparison:
     """Set by `regress.gate.check.check` for the runs it made: how many results it replayed."""
     sequential: SequentialRun | None = None
     """Set by `regress.gate.sequential.check_sequential`: the looks the gate took."""
+    requirements: tuple[RequirementResult, ...] = ()
+    """The policy's decision gates (`gates:`), each tested and decided."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
@@ -370,6 +376,8 @@ class Comparison:
         data = asdict(self)
         if self.sequential is None:
             del data["sequential"]
+        if not self.requirements:
+            del data["requirements"]
         for unit in data["units"]:
             if unit["since"] is None:
                 del unit["since"]

@@ -83,11 +83,16 @@ def check_sequential(
             f"{baseline.manifest.name} is a proxy: its estimate needs every sampled example, "
             "so it cannot stop early (remove `sequential` from the policy)"
         )
-    if options.anchor is not None:
-        # Its rows would stop with the units they guard; not designed yet.
+    if options.anchor is not None or options.policy.gates:
+        # Their tests would stop with the units they guard; not designed yet.
+        what, key = (
+            ("the creep guard does", "anchor")
+            if options.anchor is not None
+            else ("decision gates do", "gates")
+        )
         raise BadInput(
-            "the creep guard (anchor) does not run under a sequential design yet: remove "
-            "`sequential` or `anchor` from the policy"
+            f"{what} not run under a sequential design yet: remove `sequential` or `{key}` "
+            "from the policy"
         )
     plan, warnings = candidate_plan(baseline, candidate, options)
     prepared = prepare(plan.specs, plan.source, plan.shard)

@@ -224,8 +224,9 @@ def _verdict_card(comp: dict[str, Any], i: int) -> str:
 
 
 def _deciding(comp: dict[str, Any], gated: list[dict[str, Any]]) -> list[str]:
-    """What set a verdict other than PASS: golden sets and failure classes that failed, then
-    the units with the verdict (change in points, as the Markdown report; and the reason)."""
+    """What set a verdict other than PASS: golden sets and failure classes that failed,
+    decision gates with the verdict, then the units with it (change in points, as the
+    Markdown report; and the reason)."""
     lines = [
         f"golden set {g['task']}: {g.get('reason', 'failed')}"
         for g in comp.get("golden", ())
@@ -235,6 +236,11 @@ def _deciding(comp: dict[str, Any], gated: list[dict[str, Any]]) -> list[str]:
         f"failure rate of {f['failure']} in {f['unit']} rose"
         for f in comp.get("failures", ())
         if f.get("regressed")
+    ]
+    lines += [
+        f"decision gate {r['requirement']}: {r['reason']}"
+        for r in comp.get("requirements", ())
+        if r.get("verdict") == comp["verdict"]
     ]
     which = [u for u in gated if u["verdict"] == comp["verdict"]]
     for u in which[:DECIDING_SHOWN]:

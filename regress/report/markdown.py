@@ -19,6 +19,7 @@ from typing import Any
 from regress.gate.failure_rates import FailureRate
 from regress.gate.golden_rules import FRAGILE_MARGIN, GoldenResult
 from regress.gate.policy import Policy
+from regress.gate.requirements import RequirementResult
 from regress.gate.results import (
     Comparison,
     Fingerprint,
@@ -205,12 +206,18 @@ def _first_line(comparison: Comparison) -> str:
             return f"{head} in golden set {names}: {_golden_words(golden[0])}"
         if not which:
             risen = [f for f in comparison.failures if f.regressed]
+            failing = [r for r in comparison.requirements if r.verdict is verdict]
+            if failing and not risen:
+                return f"{head} in decision gate {_requirement_words(failing[0])}"
             return f"{head} in failure rates: " + "; ".join(_rate_words(f) for f in risen)
         which.sort(key=lambda u: -_drop_shown(u))
         return f"{head}: {_named(which[0], comparison.policy)}" + _others(which)
     if verdict is Verdict.ERROR:
         return f"{head}: {_named(which[0], comparison.policy)}" + _others(which) if which else head
     if verdict is Verdict.INCONCLUSIVE:
+        open_gates = [r for r in comparison.requirements if r.verdict is verdict]
+        if open_gates and not which:
+            return f"{head} in decision gate {_requirement_words(open_gates[0])}"
         return f"{head}: {_undecided(which, gated, comparison.policy)}"
     return f"{head}: {_passed(gated, comparison.policy)}"
 
@@ -399,6 +406,11 @@ def _rate_words(rate: FailureRate) -> str:
     return f"{rate.unit} ({rate.failure}) rose {rate.increase * 100:.1f} pts{limit}"
 
 
+def _requirement_words(result: RequirementResult) -> str:
+    """`**pass_at_1 of core >= 85.0%**: 80.2% on 500 examples: shown failing (...)`."""
+    return f"**{result.requirement}**: {result.reason}"
+
+
 def _name(side: Fingerprint) -> str:
     return side.label or side.run
 
@@ -448,6 +460,7 @@ def _plain_notes(comparison: Comparison) -> str:
     lines += [
         f"- ❌ **failure rate**: {_rate_words(f)}" for f in comparison.failures if f.regressed
     ]
+    lines += [f"- {ICONS[r.verdict]} {_requirement_words(r)}" for r in comparison.requirements]
     if comparison.sequential is not None:
         lines.append(f"- ⏱️ {_stopped_words(comparison.sequential)}")
     warnings = comparison.warnings

@@ -1,0 +1,122 @@
+"""Decision gates: absolute requirements on the candidate, each a one-sided test.
+
+Seed 002 asks for gates such as "pass@1 > 85% on core tasks" and "refusal rate < 2% on benign
+prompts". A point estimate against the bound would pass a candidate on luck, so each
+requirement is two one-sided tests of the candidate's own rate, like a unit's margin:
+
+- shown failing: H0 "the requirement holds" (pass@1 >= min; rate <= max), rejected when the
+  rate is shown on the wrong side of the bound. Its p joins the gate's REGRESSION family.
+- shown met: H0 "it does not hold", rejected when the rate is shown on the right side. Its p
+  joins the PASS family (`pass_requires: evidence`).
+
+A 0/1 outcome per example is tested exactly (binomial, scipy's `binomtest`); a rate per
+example in [0, 1] (pass@1 over repeats, a refusal share of several samples) by a one-sided
+t-test of its mean. A requirement that cannot be evaluated (its unit is not in the suite, it
+has no generations to refuse, or its figure comes from an input `check` does not have) is
+INCONCLUSIVE with the reason, never a silent PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from scipy import stats
+
+from regress.gate.policy import NOT_HERE, Requirement
+from regress.gate.results import Verdict
+
+
+@dataclass(frozen=True)
+class RequirementResult:
+    """A requirement as the gate measured and decided it."""
+
+    requirement: str
+    """Its description: `pass_at_1 of core >= 85.0%`."""
+    metric: str
+    unit: str | None
+    bound: float
+    n: int
+    """Examples the rate is measured on (0: not evaluated)."""
+    value: float | None
+    """The candidate's rate; None when not evaluated."""
+    fail_pvalue: float | None
+    """One-sided p of H0 "the requirement holds"; None when not evaluated."""
+    pass_pvalue: float | None
+    """One-sided p of H0 "it does not hold"; None when not evaluated."""
+    verdict: Verdict = Verdict.INCONCLUSIVE
+    reason: str = ""
+    fail_adjusted_pvalue: float | None = None
+    pass_adjusted_pvalue: float | None = None
+
+
+def measure(
+    requirement: Requirement, values: Sequence[float] | None, missing: str
+) -> RequirementResult:
+    """The raw tests of `requirement` on the candidate's per-example `values` (its unit's
+    metric, or each example's refusal share); None: not evaluable, for the reason `missing`.
+    The verdict is settled once the gate has corrected the p-values (`settle`)."""
+    blank = RequirementResult(
+        requirement.describe(), str(requirement.metric), requirement.unit, requirement.bound,
+        0, None, None, None,
+    )  # fmt: skip
+    why = NOT_HERE.get(requirement.metric) or (missing if values is None else None)
+    if why is None and not values:
+        why = "no candidate example to measure"
+    if why is not None or values is None:
+        return replace(blank, reason=f"not evaluated: {why}")
+    fail, passed = _tests(values, requirement.bound, requirement.at_least)
+    return replace(
+        blank, n=len(values), value=sum(values) / len(values), fail_pvalue=fail, pass_pvalue=passed
+    )
+
+
+def _tests(values: Sequence[float], bound: float, at_least: bool) -> tuple[float, float]:
+    """(p shown failing, p shown met) of a rate that must be >= bound (at_least) or <= it."""
+    if all(v in (0.0, 1.0) for v in values):
+        k, n = int(sum(values)), len(values)
+        below = stats.binomtest(k, n, bound, alternative="less").pvalue
+        above = stats.binomtest(k, n, bound, alternative="greater").pvalue
+    else:
+        # Per-example rates: the mean's one-sided t-tests (constant values: no spread).
+        if len(set(values)) == 1:
+            mean = values[0]
+            below, above = float(mean >= bound), float(mean <= bound)
+        else:
+            below = stats.ttest_1samp(values, bound, alternative="less").pvalue
+            above = stats.ttest_1samp(values, bound, alternative="greater").pvalue
+    return (float(below), float(above)) if at_least else (float(above), float(below))
+
+
+def settle(
+    result: RequirementResult,
+    fail_adjusted: float | None,
+    pass_adjusted: float | None,
+    alpha: float,
+    evidence: bool,
+) -> RequirementResult:
+    """The requirement's verdict from its corrected p-values: REGRESSION when shown failing;
+    PASS when shown met (or, without `evidence`, when not shown failing); else INCONCLUSIVE."""
+    if result.value is None:
+        return result
+    value = f"{result.value:.1%} on {result.n:,} examples"
+    if fail_adjusted is not None and fail_adjusted < alpha:
+        verdict = Verdict.REGRESSION
+        reason = f"{value}: shown failing (adj. p {fail_adjusted:.3g} < alpha {alpha})"
+    elif not evidence or (pass_adjusted is not None and pass_adjusted < alpha):
+        verdict = Verdict.PASS
+        shown = f"shown met (adj. p {pass_adjusted:.3g})" if evidence else "not shown failing"
+        reason = f"{value}: {shown}"
+    else:
+        verdict = Verdict.INCONCLUSIVE
+        reason = (
+            f"{value}: neither shown met nor failing (adj. p {pass_adjusted:.3g} and "
+            f"{fail_adjusted:.3g}, alpha {alpha})"
+        )
+    return replace(
+        result,
+        verdict=verdict,
+        reason=reason,
+        fail_adjusted_pvalue=fail_adjusted,
+        pass_adjusted_pvalue=pass_adjusted,
+    )

@@ -1,0 +1,149 @@
+"""Decision gates (`gates:`): absolute requirements on the candidate, each two one-sided tests
+in the gate's families, never a silent PASS (docs/gate.md#decision-gates). Pure logic on
+crafted records; tests/test_cli_gate.py gates a real run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from statsmodels.stats.multitest import multipletests
+from test_compare import runs
+from test_generation_gate import _record, _run
+
+from regress.core.errors import BadInput, ExitCode
+from regress.gate.compare import compare
+from regress.gate.policy import Metric, Policy, Requirement, parse_policy
+from regress.gate.requirements import measure, settle
+from regress.gate.results import Verdict
+from regress.report.markdown import render_markdown
+
+ALPHA = 0.05
+
+
+def _binomial_tail(k: int, n: int, p: float, upper: bool) -> float:
+    """P(X >= k) (upper) or P(X <= k), summed term by term: the oracle."""
+    terms = range(k, n + 1) if upper else range(k + 1)
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in terms)
+
+
+def _gate(spec, gates, **policy):
+    base, cand = runs(spec)
+    return compare(base, cand, Policy(gates=tuple(gates), **policy))
+
+
+def test_pass_at_1_is_two_exact_one_sided_tests_of_the_candidates_accuracy():
+    """300 examples: the candidate right on 276 (92%). Against 85% it is shown met; against
+    95% shown failing; against 91% neither, whatever its point estimate says."""
+    spec = {"arc": (300, 0, 0)}  # candidate = baseline: half right
+    base, cand = runs(spec)
+    right = sum(r.right for r in cand.records["arc"])
+    for bound, verdict in (
+        (right / 300 - 0.08, Verdict.PASS),
+        (right / 300 + 0.08, Verdict.REGRESSION),
+    ):
+        result = compare(base, cand, Policy(gates=(Requirement(Metric.PASS_AT_1, bound, "arc"),)))
+        [gate] = result.requirements
+        assert gate.value == pytest.approx(right / 300) and gate.n == 300
+        assert gate.fail_pvalue == pytest.approx(_binomial_tail(right, 300, bound, upper=False))
+        assert gate.pass_pvalue == pytest.approx(_binomial_tail(right, 300, bound, upper=True))
+        assert gate.verdict is verdict and result.verdict is verdict
+    close = compare(
+        base, cand, Policy(gates=(Requirement(Metric.PASS_AT_1, right / 300 + 0.01, "arc"),))
+    )
+    assert close.requirements[0].verdict is Verdict.INCONCLUSIVE
+    assert close.verdict is Verdict.INCONCLUSIVE and close.exit_code == ExitCode.OK
+
+
+def test_a_failing_gate_fails_the_gate_and_its_report_says_which():
+    result = _gate({"arc": (400, 0, 0)}, [Requirement(Metric.PASS_AT_1, 0.85, "arc")])
+    assert [u.verdict for u in result.units] == [Verdict.PASS]
+    assert result.verdict is Verdict.REGRESSION and result.exit_code == ExitCode.REGRESSION
+    first = render_markdown(result).splitlines()[0]
+    assert first.startswith(
+        "## regress: ❌ REGRESSION in decision gate **pass_at_1 of arc >= 85.0%**"
+    )
+    assert "shown failing" in first
+    data = result.to_dict()
+    assert data["requirements"][0]["verdict"] == "REGRESSION"
+    assert data["policy"]["gates"] == {"pass_at_1": {"unit": "arc", "min": 0.85}}
+    assert parse_policy({"gates": data["policy"]["gates"]}).gates == result.policy.gates
+    assert "requirements" not in _gate({"arc": (400, 0, 0)}, []).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("requirement", "why"),
+    [
+        (Requirement(Metric.PASS_AT_1, 0.5, "core"), "the suite has no unit 'core'"),
+        (Requirement(Metric.TTFT_MS, 500), "bench file"),
+        (Requirement(Metric.QUALITY, 4.0), "no judge yet"),
+        (Requirement(Metric.REFUSAL_RATE, 0.02), "not generations"),
+    ],
+)
+def test_a_gate_that_cannot_be_evaluated_is_never_a_pass(requirement, why):
+    """Every unit passes; the gate that could not be measured keeps the verdict INCONCLUSIVE."""
+    result = _gate({"arc": (3000, 0, 0)}, [requirement])
+    assert [u.verdict for u in result.units] == [Verdict.PASS]
+    [gate] = result.requirements
+    assert gate.verdict is Verdict.INCONCLUSIVE and gate.value is None and why in gate.reason
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "decision gate" in render_markdown(result).splitlines()[0]
+
+
+def test_refusal_rate_counts_each_generations_refusals():
+    """Greedy generations, 3 of 300 refused: within 5% (shown), beyond 0.5% (shown)."""
+    records = [_record(i, ["refusal" if i < 3 else "answered"], 1) for i in range(300)]
+    base = _run("base", records, "exact_match")
+    cand = _run("cand", records, "exact_match")
+    for bound, verdict in ((0.05, Verdict.PASS), (0.002, Verdict.REGRESSION)):
+        gate = Requirement(Metric.REFUSAL_RATE, bound, "gsm8k")
+        [result] = compare(base, cand, Policy(gates=(gate,), min_examples=1)).requirements
+        assert result.value == pytest.approx(0.01) and result.verdict is verdict
+        assert result.fail_pvalue == pytest.approx(_binomial_tail(3, 300, bound, upper=True))
+
+
+def test_gates_join_the_one_alpha_of_the_gate():
+    """A unit's margin test and a decision gate's failing test are one Holm family: the gate's
+    adjusted p is what statsmodels' Holm gives for the two raw p-values together."""
+    result = _gate({"arc": (400, 40, 10)}, [Requirement(Metric.PASS_AT_1, 0.49, "arc")])
+    [unit] = result.units
+    [gate] = result.requirements
+    expected = multipletests([unit.pvalue, gate.fail_pvalue], method="holm")[1]
+    assert unit.adjusted_pvalue == pytest.approx(expected[0])
+    assert gate.fail_adjusted_pvalue == pytest.approx(expected[1])
+    passes = multipletests([unit.pass_pvalue, gate.pass_pvalue], method="holm")[1]
+    assert gate.pass_adjusted_pvalue == pytest.approx(passes[1])
+
+
+def test_at_its_bound_a_gate_is_shown_either_way_at_most_alpha():
+    """Seeded simulation: a candidate whose true pass@1 is exactly the bound is shown failing
+    and shown met each in at most alpha of runs (exact tests: at most, not about)."""
+    rng = np.random.default_rng(20261203)
+    gate = Requirement(Metric.PASS_AT_1, 0.85)
+    runs_, n = 4000, 300
+    failed = passed = 0
+    for k in rng.binomial(n, 0.85, size=runs_):
+        values = [1.0] * int(k) + [0.0] * (n - int(k))
+        raw = measure(gate, values, "")
+        result = settle(raw, raw.fail_pvalue, raw.pass_pvalue, ALPHA, evidence=True)
+        failed += result.verdict is Verdict.REGRESSION
+        passed += result.verdict is Verdict.PASS
+    slack = 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs_)
+    assert failed / runs_ <= ALPHA + slack and passed / runs_ <= ALPHA + slack
+    assert failed / runs_ > 0.01  # the tests do spend their alpha at the bound
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"gates": {"pass_at_2": {"min": 0.5}}}, "gates must be one of pass_at_1"),
+        ({"gates": {"pass_at_1": {"unit": "core"}}}, "gates.pass_at_1.min must be a number"),
+        ({"gates": {"pass_at_1": {"max": 0.5}}}, "unknown policy key 'gates.pass_at_1.max'"),
+        ({"gates": {"refusal_rate": [{"max": 1.5}]}}, r"gates.refusal_rate\[0\].max must be"),
+        ({"gates": {"ttft_ms": {"max": -1}}}, "gates.ttft_ms.max must be a positive number"),
+    ],
+)
+def test_policy_refuses_a_gate_it_could_not_apply(data, message):
+    with pytest.raises(BadInput, match=message):
+        parse_policy(data)
