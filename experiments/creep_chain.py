@@ -9,7 +9,10 @@ gate's PASS moves its baseline to the candidate; the guarded gate's verdict says
 would have let it. Prints a Markdown table and the CPU flags.
 
     flock /tmp/regress-model.lock .venv/bin/python experiments/creep_chain.py \
-        --tasks arc_easy --types Q8_0,Q6_K,Q5_0,Q4_0,Q3_K_M,Q2_K
+        --tasks arc_easy --limit 1000 [--pass-requires no_evidence_of_harm]
+
+`--pass-requires no_evidence_of_harm` gates each step the permissive way (PASS unless shown
+worse), under which small drops pass one by one: the slide the anchor is there to stop.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from regress.core.manifest import Run
 from regress.gate.check import CandidateModel, CheckOptions, check
 from regress.gate.policy import Policy
 from regress.gate.results import UnitResult
+from regress.gate.rules import PassRequires
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute
 from regress.sweep.quantize import quantize_file
@@ -43,6 +47,11 @@ def main() -> None:
     parser.add_argument("--num-fewshot", type=int, default=None)
     parser.add_argument("--types", default="Q8_0,Q6_K,Q5_0,Q4_0,Q3_K_M,Q2_K")
     parser.add_argument("--max-cumulative-drop", type=float, default=0.03)
+    parser.add_argument(
+        "--pass-requires",
+        default="evidence",
+        help="the step gate's PASS: evidence, or no_evidence_of_harm (PASS unless shown worse)",
+    )
     args = parser.parse_args()
     source = resolve_source(DATA)
     reference = resolve_model_path("smollm2-135m")
@@ -50,7 +59,8 @@ def main() -> None:
         TaskSpec(task, args.num_fewshot, args.limit) for task in get_tasks(args.tasks.split(","))
     )
     anchor = execute(RunPlan(specs, str(reference), name="anchor", source=source)).run
-    guarded = Policy(anchor="anchor", max_cumulative_drop=args.max_cumulative_drop)
+    step_policy = Policy(pass_requires=PassRequires(args.pass_requires))
+    guarded = replace(step_policy, anchor="anchor", max_cumulative_drop=args.max_cumulative_drop)
     current, current_name = anchor, "anchor (Q4_1)"
     print(
         "| candidate | gated against | step Δ | step verdict | Δ since anchor | anchor row "
@@ -65,7 +75,7 @@ def main() -> None:
             options = CheckOptions(policy=guarded, source=source, anchor=anchor)
             result = check(current, model, options)
             step, since = _rows(result.comparison.units)
-            alone = check(current, result.candidate, CheckOptions(source=source)).comparison
+            alone = check(current, result.candidate, CheckOptions(step_policy, source)).comparison
             promoted = alone.verdict.value == "PASS"
             print(
                 f"| {kind} | {current_name} | {_delta(step)} | {alone.verdict.value} | "
@@ -76,7 +86,10 @@ def main() -> None:
             if promoted:
                 current, current_name = _named(result.candidate, kind), kind
     print(f"\ntasks {args.tasks}, limit {args.limit}, shots {args.num_fewshot}; max_drop 2 pts,")
-    print(f"max_cumulative_drop {args.max_cumulative_drop * 100:g} pts, alpha 0.05")
+    print(
+        f"max_cumulative_drop {args.max_cumulative_drop * 100:g} pts, alpha 0.05, "
+        f"pass_requires {args.pass_requires}"
+    )
     print(f"llama.cpp system info: {llama_cpp.llama_print_system_info().decode().strip()}")
 
 

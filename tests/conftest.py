@@ -3,8 +3,9 @@
 Every test that loads a model carries the `model` mark: here, when its module is one of
 MODEL_MODULES or it requests a model fixture; in a module that mixes both, by its own
 `@pytest.mark.model`. `pytest -m "not model"` runs the pure tests without importing the model
-modules; `.ci/run` runs them first with the model packages and llama.cpp hidden
-(`tests/no_models/sitecustomize.py`), so a test that loads a model without the mark fails CI.
+modules; `scripts/test.sh` (README's test command, and CI's) runs them with the model packages
+and llama.cpp hidden (`tests/no_models/sitecustomize.py`), so a test that loads a model without
+the mark fails CI, and then runs the marked tests.
 """
 
 from __future__ import annotations

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test suite, each test once, in its two tiers: the pure tests with every model package
+# hidden (tests/no_models: a test that loads a model without the `model` mark fails here), then
+# the tests that load models. Extra arguments go to both pytest runs (`-x`, `-k name`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHONPATH=tests/no_models .venv/bin/python -m pytest -q -m "not model" -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -m model "$@"
