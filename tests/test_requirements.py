@@ -70,6 +70,9 @@ def test_a_failing_gate_fails_the_gate_and_its_report_says_which():
     assert data["policy"]["gates"] == {"pass_at_1": {"unit": "arc", "min": 0.85}}
     assert parse_policy({"gates": data["policy"]["gates"]}).gates == result.policy.gates
     assert "requirements" not in _gate({"arc": (400, 0, 0)}, []).to_dict()
+    # So far off that the binomial tail underflows to 0: still a p-value, still a failure.
+    [far] = _gate({"arc": (400, 0, 0)}, [Requirement(Metric.PASS_AT_1, 0.999, "arc")]).requirements
+    assert far.fail_pvalue == 0.0 and far.verdict is Verdict.REGRESSION
 
 
 @pytest.mark.parametrize(

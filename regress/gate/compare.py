@@ -843,8 +843,9 @@ def _judge_all(
     tested = [i for i, f in enumerate(failures) if f.threshold is not None]
     family = [units[i].pvalue for i in gated] + [failures[i].pvalue for i in tested]
     family += [g.pvalue for g in golden]
-    evaluated = [i for i, r in enumerate(required) if r.fail_pvalue is not None]
-    family += [required[i].fail_pvalue or 1.0 for i in evaluated]
+    failing = {i: r.fail_pvalue for i, r in enumerate(required) if r.fail_pvalue is not None}
+    evaluated = list(failing)
+    family += list(failing.values())
     adjusted = adjust_pvalues(family, policy.correction)
     levels = family_levels(family, policy.alpha, policy.correction)
     k = len(gated)
