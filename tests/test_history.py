@@ -69,6 +69,13 @@ def test_a_writer_killed_mid_line_loses_nothing_complete(tmp_path):
     append_history(path, entry)  # the next writer removes it first
     assert read_history(path) == [entry, entry]
     assert path.read_text().count("\n") == 2
+    # A tail no killed append could leave (over a megabyte without a line end) is kept whole.
+    with path.open("a") as f:
+        f.write("x" * (2 << 20))
+    before = path.read_bytes()
+    with pytest.raises(BadInput, match="no history line"):
+        append_history(path, entry)
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize(

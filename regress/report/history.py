@@ -29,6 +29,8 @@ from regress.gate.results import Comparison, UnitKind
 from regress.gate.stats import wilson_interval
 
 SCHEMA = 1
+TAIL = 1 << 20
+"""Bytes read back to find a killed append's partial line: far more than one line holds."""
 
 
 @dataclass(frozen=True)
@@ -152,10 +154,13 @@ def append_history(path: Path, entry: HistoryEntry) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.lseek(fd, 0, os.SEEK_END)
         if size:
-            tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+            tail = os.pread(fd, min(size, TAIL), max(0, size - TAIL))
             if not tail.endswith(b"\n"):
                 cut = tail.rfind(b"\n")
-                os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else 0)
+                if cut < 0 and size > TAIL:
+                    # No line ends in the last TAIL bytes: not a killed append; keep it all.
+                    raise BadInput(f"{path}: its end is no history line; repair it by hand")
+                os.ftruncate(fd, size - len(tail) + cut + 1)
         os.lseek(fd, 0, os.SEEK_END)
         os.write(fd, line)
         os.fsync(fd)
