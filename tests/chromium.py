@@ -62,10 +62,16 @@ def chromium() -> str:
 
 
 def draw(
-    binary: str, page: Path, png: Path | None = None, width: int = 1400, height: int = 1000
+    binary: str,
+    page: Path,
+    png: Path | None = None,
+    width: int = 1400,
+    height: int = 1000,
+    fragment: str = "",
 ) -> str:
     """The page's DOM after its scripts ran (virtual time lets them finish), and when `png`
-    is given a screenshot of its top `height` pixels at `width` pixels wide, in one run."""
+    is given a screenshot of its top `height` pixels at `width` pixels wide, in one run;
+    `fragment` is the address's `#...` part."""
     shot = [f"--screenshot={png.resolve()}"] if png else []
     command = [
         binary,
@@ -74,7 +80,7 @@ def draw(
         "--virtual-time-budget=10000",
         "--dump-dom",
         *shot,
-        page.resolve().as_uri(),
+        page.resolve().as_uri() + (f"#{fragment}" if fragment else ""),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from regress.backends.models import file_sha256
 from regress.cli import cli
 from regress.core.errors import ExitCode
 from regress.core.store import Store, read_run
@@ -184,6 +186,52 @@ def test_decision_gates_judge_a_real_runs_own_accuracy(q8, arc_store, tmp_path):
         [gate] = json.loads(report.read_text())["requirements"]
         assert gate["value"] == pytest.approx(accuracy) and gate["n"] == unit["n"]
         assert gate["verdict"] == verdict
+
+
+@pytest.mark.model
+def test_a_ttft_gate_reads_the_candidates_real_bench(q8, arc_store, tmp_path):
+    """A real bench of the Q8_0 file (16 timed requests) and of another model: `ttft_ms` is
+    tested on the candidate's own requests, at bounds placed on the measured times (twice the
+    slowest: shown met; half the fastest: shown failing); the other model's file alone leaves
+    the gate not evaluated (INCONCLUSIVE), never a PASS."""
+    model = q8[0]
+    bench = tmp_path / "bench.json"
+    out, text = run(
+        "bench", "-m", str(model), "-m", "smollm2-135m", "-p", "16", "-n", "4", "-r", "2",
+        "--output-len", "4", "-o", str(bench),
+    )  # fmt: skip
+    assert out == 0, text
+    results = json.loads(bench.read_text())["results"]
+    times = {
+        r["model"]["sha256"]: [q["ttft_ms"] for q in r["latency"]["requests"]] for r in results
+    }
+    own = times[file_sha256(model)]
+    assert len(own) == 16
+    cases = ((2 * max(own), "PASS", ExitCode.OK), (min(own) / 2, "REGRESSION", 1))
+    for bound, verdict, code in cases:
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(f"gates:\n  ttft_ms: {{max: {bound}}}\n")
+        report = tmp_path / "r.json"
+        out, text = run(
+            "check", "-b", "arc", "--candidate-run", str(model.parent / "run"), "--store",
+            str(arc_store), "--policy", str(policy), "--bench", str(bench),
+            "--report-json", str(report),
+        )  # fmt: skip
+        assert out == code, text
+        [gate] = json.loads(report.read_text())["requirements"]
+        assert gate["value"] == pytest.approx(statistics.median(own)) and gate["n"] == 16
+        assert gate["verdict"] == verdict
+    other = tmp_path / "other.json"
+    data = json.loads(bench.read_text())
+    data["results"] = [r for r in results if r["model"]["sha256"] != file_sha256(model)]
+    other.write_text(json.dumps(data))
+    out, text = run(
+        "check", "-b", "arc", "--candidate-run", str(model.parent / "run"), "--store",
+        str(arc_store), "--policy", str(policy), "--bench", str(other),
+        "--report-json", str(report),
+    )  # fmt: skip
+    [gate] = json.loads(report.read_text())["requirements"]
+    assert gate["verdict"] == "INCONCLUSIVE" and "sha256" in gate["reason"]
 
 
 @pytest.mark.model

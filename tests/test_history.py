@@ -175,7 +175,7 @@ def test_real_runs_append_history_and_chromium_draws_it(tmp_path, data_dir):
     for name, model in models.items():
         report = tmp_path / f"{name}.json"
         gate = f"check -b main -m {model} --record-history {history} --report-json {report}"
-        run(*shlex.split(gate), *common)
+        run(*shlex.split(gate), *common, "--save-run", str(tmp_path / "runs" / name))
         saved.append(json.loads(report.read_text()))
     entries = read_history(history)
     assert len(entries) == 3
@@ -192,3 +192,21 @@ def test_real_runs_append_history_and_chromium_draws_it(tmp_path, data_dir):
     assert 'data-drawn="1"' in dom and re.search(r'<p id="plotly-error" hidden[^>]*></p>', dom)
     # Plotly drew a marker per run (a path with a shape, not an empty one).
     assert len(re.findall(r'<path class="point[^"]*"[^>]*\sd="M', dom)) >= 3
+    # The three views from the same real runs: each candidate's buckets are its gate report's
+    # discordant counts, the trend is the history's, and Chromium draws every view.
+    runs = [str(tmp_path / "runs" / name) for name in models]
+    reports = [str(tmp_path / f"{name}.json") for name in models]
+    views = tmp_path / "views.html"
+    run("report", str(store / "main"), *runs, *reports, str(history), "--view", "all", "-o",
+        str(views))  # fmt: skip
+    text = views.read_text()
+    counts = re.findall(r"<h3>Examples: [^<]*</h3><p>(\d+) regressed, (\d+) fixed", text)
+    assert counts == [(str(d["units"][0]["b"]), str(d["units"][0]["c"])) for d in saved]
+    trend = figure_json(text, "history-trend")
+    verdicts = [m for t in trend["data"] if t["mode"] == "lines+markers" for m in t["text"]]
+    assert len(verdicts) == 3
+    for view in ("exec", "dev", "efficiency"):
+        dom = draw(chromium(), views, fragment=view, height=1200)
+        assert re.search(rf'<body[^>]*data-view="{view}"', dom)
+        drawn = len(re.findall(r'id="fig-', text))
+        assert f'data-drawn="{drawn}"' in dom and 'id="plotly-error" hidden' in dom

@@ -4,18 +4,23 @@ crafted records; tests/test_cli_gate.py gates a real run."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
+from scipy.stats import beta
 from statsmodels.stats.multitest import multipletests
 from test_compare import runs
 from test_generation_gate import _record, _run
+from test_report_html import bench_file
 
+from regress.bench.summaries import bench_models
 from regress.core.errors import BadInput, ExitCode
-from regress.gate.compare import compare
+from regress.gate.check import candidate_latency
+from regress.gate.compare import compare, judge, pair
 from regress.gate.policy import Metric, Policy, Requirement, parse_policy
-from regress.gate.requirements import measure, settle
+from regress.gate.requirements import Latency, measure, measure_latency, settle
 from regress.gate.results import Verdict
 from regress.report.markdown import render_markdown
 
@@ -49,6 +54,9 @@ def test_pass_at_1_is_two_exact_one_sided_tests_of_the_candidates_accuracy():
         assert gate.fail_pvalue == pytest.approx(_binomial_tail(right, 300, bound, upper=False))
         assert gate.pass_pvalue == pytest.approx(_binomial_tail(right, 300, bound, upper=True))
         assert gate.verdict is verdict and result.verdict is verdict
+        # Its 95% interval is Clopper-Pearson's, from the beta quantiles.
+        low, high = beta.ppf(0.025, right, 301 - right), beta.ppf(0.975, right + 1, 300 - right)
+        assert gate.ci == pytest.approx((low, high))
     close = compare(
         base, cand, Policy(gates=(Requirement(Metric.PASS_AT_1, right / 300 + 0.01, "arc"),))
     )
@@ -79,7 +87,7 @@ def test_a_failing_gate_fails_the_gate_and_its_report_says_which():
     ("requirement", "why"),
     [
         (Requirement(Metric.PASS_AT_1, 0.5, "core"), "the suite has no unit 'core'"),
-        (Requirement(Metric.TTFT_MS, 500), "bench file"),
+        (Requirement(Metric.TTFT_MS, 500), "no bench file of the candidate was given"),
         (Requirement(Metric.QUALITY, 4.0), "no judge yet"),
         (Requirement(Metric.REFUSAL_RATE, 0.02), "not generations"),
     ],
@@ -150,3 +158,48 @@ def test_at_its_bound_a_gate_is_shown_either_way_at_most_alpha():
 def test_policy_refuses_a_gate_it_could_not_apply(data, message):
     with pytest.raises(BadInput, match=message):
         parse_policy(data)
+
+
+def _with_latency(requirement, times):
+    """Every unit passes (3,000 identical answers); the gate is `requirement` on `times`."""
+    base, cand = runs({"arc": (3000, 0, 0)})
+    policy = Policy(gates=(requirement,))
+    return judge(base, cand, pair(base, cand), policy, latency=Latency(times))
+
+
+def test_ttft_is_a_sign_test_of_the_median_against_the_bound():
+    """20 requests, 16 of them slower than 500 ms: more than half shown slower (the median
+    shown beyond the bound); 16 faster: shown within it; 11 slower: neither."""
+    bound = Requirement(Metric.TTFT_MS, 500)
+    for slower, verdict in (
+        (16, Verdict.REGRESSION),
+        (4, Verdict.PASS),
+        (11, Verdict.INCONCLUSIVE),
+    ):
+        times = tuple([900.0 + i for i in range(slower)] + [100.0 + i for i in range(20 - slower)])
+        raw = measure_latency(bound, Latency(times))
+        assert raw.n == 20 and raw.value == pytest.approx(float(np.median(times)))
+        assert raw.fail_pvalue == pytest.approx(_binomial_tail(slower, 20, 0.5, upper=True))
+        assert raw.pass_pvalue == pytest.approx(_binomial_tail(slower, 20, 0.5, upper=False))
+        result = _with_latency(bound, times)
+        [gate] = result.requirements
+        assert gate.value == raw.value and gate.fail_pvalue == raw.fail_pvalue
+        assert gate.verdict is verdict and result.verdict is verdict
+        assert f"median {raw.value:,.0f} ms over 20 requests" in gate.reason
+        assert min(times) <= gate.ci[0] <= raw.value <= gate.ci[1] <= max(times)
+    # No timings: not evaluated, never a PASS.
+    [gate] = _with_latency(bound, ()).requirements
+    assert gate.verdict is Verdict.INCONCLUSIVE and "check --bench" in gate.reason
+
+
+def test_the_candidates_timings_are_its_model_files():
+    """Matched by sha256: another model's timings are never used, and the reason says so."""
+    base, cand = runs({"arc": (100, 0, 0)})
+    models = tuple(bench_models(json.loads(bench_file([base], "2026-12-02T12:00:00Z"))))
+    timed = {m.sha256: m.ttft_ms for m in models}
+    own = candidate_latency(timed, base)
+    assert own.ttft_ms == models[0].ttft_ms and len(own.ttft_ms) == 6
+    missing = candidate_latency(timed, cand)
+    assert not missing.ttft_ms and "no model with the candidate's sha256" in missing.missing
+    assert "timed no request" in candidate_latency({base.manifest.model.sha256: ()}, base).missing
+    assert candidate_latency(None, base) == Latency()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from regress.cli.common import task_catalog
+from regress.cli.common import chosen_suite, task_catalog
 from regress.core.errors import BadInput
 from regress.core.requests import (
     GenerateRequest,
@@ -380,3 +380,17 @@ def test_a_suite_names_task_files_and_golden_sets(tasks_dir: Path) -> None:
     # The same file given twice (suite entry and --golden) is one task, not a clash.
     again = task_catalog((), (tasks_dir / "golden" / "must.jsonl",), suite)
     assert [t.name for t in again.get(["golden_must"])] == ["golden_must"]
+
+
+def test_limit_and_shots_on_the_command_line_apply_to_every_task_of_a_suite(tmp_path):
+    """`--suite s.yaml --limit 20` evaluates 20 documents per task, as `--tasks` would; a
+    suite's own settings hold where the command line gives none."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntasks:\n  - {task: builtin, limit: 50, num_fewshot: 2}\n  - boolq\n")
+    given = chosen_suite(None, path, None, 20, ())
+    assert [(e.task, e.limit, e.num_fewshot) for e in given.tasks] == [
+        ("builtin", 20, 2),
+        ("boolq", 20, None),
+    ]
+    assert chosen_suite(None, path, 0, None, ()).tasks[0].num_fewshot == 0
+    assert chosen_suite(None, path, None, None, ()) == load_suite(path)

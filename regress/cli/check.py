@@ -109,6 +109,14 @@ from regress.run.lm_eval_import import read_lm_eval_run
     "with the policy's max_cumulative_drop (default 3 points); overrides the policy's anchor.",
 )
 @click.option(
+    "--bench",
+    "bench_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A bench file (`regress bench -o FILE.json`) holding the candidate's model file: "
+    "the timings a `ttft_ms` decision gate tests.",
+)
+@click.option(
     "--record-history",
     type=click.Path(path_type=Path),
     default=None,
@@ -143,6 +151,7 @@ def check(
     reference_model: str | None,
     sequential: bool,
     anchor: str | None,
+    bench_file: Path | None,
     record_history: Path | None,
     repeat_check: int,
     include_path: tuple[Path, ...],
@@ -193,6 +202,13 @@ def check(
         policy = replace(policy, anchor=anchor)
     # Loaded before the model runs: a missing anchor is bad input, not a wasted run.
     anchor_run = Store(store).find(policy.anchor) if policy.anchor is not None else None
+    ttft_ms = None
+    if bench_file is not None:
+        from regress.report.sources import load_bench  # pandas, through the sweep views
+
+        # The latest bench of each model file.
+        timed = sorted(load_bench(bench_file), key=lambda m: m.created)
+        ttft_ms = {m.sha256: m.ttft_ms for m in timed if m.sha256}
     options = CheckOptions(
         policy=policy,
         source=data_source(data_dir, hf_datasets),
@@ -206,6 +222,7 @@ def check(
         tasks=task_catalog(include_path, golden),
         candidate_name=candidate_name,
         anchor=anchor_run,
+        ttft_ms=ttft_ms,
     )
     if model is None:
         result, ran = _check_files(base, candidate_run, candidate_samples, options)

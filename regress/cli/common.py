@@ -311,13 +311,19 @@ def chosen_suite(
     limit: int | float | None,
     golden: Sequence[Path],
 ) -> Suite:
-    """The suite --tasks or --suite describe, with every --golden set appended (run whole)."""
+    """The suite --tasks or --suite describe, with every --golden set appended (run whole).
+    --num-fewshot and --limit apply to every task of a --suite too, over its own settings."""
     if tasks is not None and suite is not None:
         raise click.UsageError("give only one of --tasks or --suite")
     if tasks is None and suite is None and not golden:
         raise click.UsageError("give --tasks, --suite or --golden")
     if suite is not None:
         spec = load_suite(suite)
+        overrides = {"num_fewshot": num_fewshot, "limit": limit}
+        given = {key: value for key, value in overrides.items() if value is not None}
+        spec = dataclasses.replace(
+            spec, tasks=tuple(dataclasses.replace(entry, **given) for entry in spec.tasks)
+        )
     elif tasks is not None:
         spec = inline_suite(tasks, num_fewshot, limit)
     else:

@@ -48,6 +48,7 @@ from regress.gate.integrity import check_proxy
 from regress.gate.noise import Cause, typical
 from regress.gate.pairing import pair_runs
 from regress.gate.policy import Policy
+from regress.gate.requirements import Latency
 from regress.gate.results import (
     CacheUse,
     Comparison,
@@ -113,6 +114,9 @@ class CheckOptions:
     anchor: Run | None = None
     """The policy's anchor baseline, loaded (the creep guard); needed when the policy names
     one."""
+    ttft_ms: Mapping[str, tuple[float, ...]] | None = None
+    """A bench file's timed requests by model file (sha256 -> each request's time to first
+    token, ms; `check --bench`), for a `ttft_ms` decision gate; None: no bench file."""
 
 
 @dataclass(frozen=True)
@@ -285,7 +289,13 @@ def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison
     if options.anchor is not None:
         since = pair_anchor(options.anchor, candidate, options.allow_mismatch)
     result = judge(
-        baseline, candidate, paired, options.policy, options.tasks.golden_items(), since=since
+        baseline,
+        candidate,
+        paired,
+        options.policy,
+        options.tasks.golden_items(),
+        since=since,
+        latency=candidate_latency(options.ttft_ms, candidate),
     )
     if since is not None:
         result = replace(result, warnings=(*result.warnings, *_anchor_hardware(since, candidate)))
@@ -294,6 +304,19 @@ def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison
     if baseline.manifest.proxy is not None:
         return result
     return replace(result, calibration=compare_calibration(paired.units, paired.pairs))
+
+
+def candidate_latency(ttft_ms: Mapping[str, tuple[float, ...]] | None, candidate: Run) -> Latency:
+    """The candidate's request timings in a bench file (by its model file's sha256), or why
+    there are none."""
+    if ttft_ms is None:
+        return Latency()
+    sha = candidate.manifest.model.sha256
+    if not sha or sha not in ttft_ms:
+        return Latency(missing="the bench file has no model with the candidate's sha256")
+    if not ttft_ms[sha]:
+        return Latency(missing="the bench file timed no request of the candidate")
+    return Latency(ttft_ms[sha])
 
 
 def _anchor_hardware(since: Since, candidate: Run) -> list[str]:

@@ -57,7 +57,7 @@ from regress.gate.pairing import Pair, pair_runs
 from regress.gate.perplexity import corpus_shift
 from regress.gate.policy import Inconclusive, Metric, Policy, Requirement, UnitPolicy
 from regress.gate.power import accuracy_mde, accuracy_n, pass_n, shift_mde, shift_n
-from regress.gate.requirements import RequirementResult, measure
+from regress.gate.requirements import Latency, RequirementResult, measure, measure_latency
 from regress.gate.requirements import settle as settle_requirement
 from regress.gate.results import (
     MAX_FLIPS,
@@ -182,6 +182,7 @@ def judge(
     golden_items: GoldenItems | None = None,
     look: int | None = None,
     since: Since | None = None,
+    latency: Latency | None = None,
 ) -> Comparison:
     """Every rule of the gate on one pairing, and the verdict that sees them all: each unit's
     test, the failure-class rates and the golden sets' rules.
@@ -192,6 +193,8 @@ def judge(
 
     `since` adds the creep guard: each gated accuracy or score unit is tested against the
     anchor too, by the margin rule at `policy.max_cumulative_drop`, in the same family.
+
+    `latency` holds the candidate's bench timings for a `ttft_ms` decision gate.
     """
     pairs, unpaired, tasks = paired.pairs, paired.unpaired, paired.tasks
     warnings = list(paired.warnings)
@@ -221,7 +224,12 @@ def judge(
         warnings += [f"anchor {since.label}: {w}" for w in since.paired.warnings]
     failures = _failure_rates(units, pairs, policy, unit_policies)
     golden = judge_golden(baseline, tasks, pairs, policy.max_relative_drop, golden_items)
-    required = [_requirement(r, units, pairs, unit_policies) for r in policy.gates]
+    required = [
+        measure_latency(r, latency or Latency())
+        if r.metric is Metric.TTFT_MS
+        else _requirement(r, units, pairs, unit_policies)
+        for r in policy.gates
+    ]
     found = [unit for unit, _, _ in measured] + [unit for unit, _ in creep_units]
     nominal: Callable[[float], float] = lambda level: level  # noqa: E731
     sequential = policy.sequential

@@ -102,7 +102,8 @@ class Metric(StrEnum):
     REFUSAL_RATE = "refusal_rate"
     """The share of a unit's generations that refused: at most `max`."""
     TTFT_MS = "ttft_ms"
-    """Time to first token, from a bench file: `check` has none, so never evaluated there."""
+    """The candidate's median time to first token, from a bench file (`check --bench`): at
+    most `max` milliseconds."""
     QUALITY = "quality"
     """A judged quality score: regress has no judged units yet, so never evaluated."""
 
@@ -110,7 +111,6 @@ class Metric(StrEnum):
 MINIMA = {Metric.PASS_AT_1, Metric.QUALITY}
 """Metrics bounded from below (`min`); the others from above (`max`)."""
 NOT_HERE = {
-    Metric.TTFT_MS: "its figure comes from a bench file, which `check` does not read",
     Metric.QUALITY: "it needs a judged unit, and regress has no judge yet",
 }
 

@@ -11,19 +11,22 @@ requirement is two one-sided tests of the candidate's own rate, like a unit's ma
 
 A 0/1 outcome per example is tested exactly (binomial, scipy's `binomtest`); a rate per
 example in [0, 1] (pass@1 over repeats, a refusal share of several samples) by a one-sided
-t-test of its mean. A requirement that cannot be evaluated (its unit is not in the suite, it
-has no generations to refuse, or its figure comes from an input `check` does not have) is
-INCONCLUSIVE with the reason, never a silent PASS.
+t-test of its mean. `ttft_ms` bounds the median time to first token of the candidate's
+requests in a bench file: an exact sign test, the share of requests slower than the bound
+against one half. A requirement that cannot be evaluated (its unit is not in the suite, it
+has no generations to refuse, no bench file of the candidate was given) is INCONCLUSIVE with
+the reason, never a silent PASS.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from scipy import stats
 
-from regress.gate.policy import NOT_HERE, Requirement
+from regress.gate.policy import NOT_HERE, Metric, Requirement
 from regress.gate.results import Verdict
 
 
@@ -48,6 +51,44 @@ class RequirementResult:
     reason: str = ""
     fail_adjusted_pvalue: float | None = None
     pass_adjusted_pvalue: float | None = None
+    ci: tuple[float, float] | None = None
+    """95% interval of `value` (uncorrected, for the reader; the verdict comes from the
+    corrected tests); None when not evaluated."""
+
+
+CONFIDENCE = 0.95
+"""Level of the interval reported beside each requirement's value."""
+
+
+@dataclass(frozen=True)
+class Latency:
+    """The candidate's request timings for the `ttft_ms` gate, from a bench file of the same
+    model file (`check --bench`)."""
+
+    ttft_ms: tuple[float, ...] = ()
+    """Time to first token of each timed request, ms."""
+    missing: str = "no bench file of the candidate was given (`check --bench FILE`)"
+    """Why there are none, when there are none."""
+
+
+def measure_latency(requirement: Requirement, latency: Latency) -> RequirementResult:
+    """The sign test of `ttft_ms <= max` on the candidate's requests (scipy's `quantile_test`
+    of the median): its value is their median TTFT; shown failing when the median is shown
+    above the bound, shown met when shown below it."""
+    if not latency.ttft_ms:
+        return measure(requirement, None, latency.missing)
+    times, bound = latency.ttft_ms, requirement.bound
+    above = stats.quantile_test(times, q=bound, p=0.5, alternative="greater").pvalue
+    below = stats.quantile_test(times, q=bound, p=0.5, alternative="less").pvalue
+    ci = stats.quantile_test(times, q=bound, p=0.5).confidence_interval(CONFIDENCE)
+    return replace(
+        _blank(requirement),
+        n=len(times),
+        value=float(statistics.median(times)),
+        ci=(float(ci.low), float(ci.high)),
+        fail_pvalue=float(above),
+        pass_pvalue=float(below),
+    )
 
 
 def measure(
@@ -56,10 +97,7 @@ def measure(
     """The raw tests of `requirement` on the candidate's per-example `values` (its unit's
     metric, or each example's refusal share); None: not evaluable, for the reason `missing`.
     The verdict is settled once the gate has corrected the p-values (`settle`)."""
-    blank = RequirementResult(
-        requirement.describe(), str(requirement.metric), requirement.unit, requirement.bound,
-        0, None, None, None,
-    )  # fmt: skip
+    blank = _blank(requirement)
     why = NOT_HERE.get(requirement.metric) or (missing if values is None else None)
     if why is None and not values:
         why = "no candidate example to measure"
@@ -67,8 +105,33 @@ def measure(
         return replace(blank, reason=f"not evaluated: {why}")
     fail, passed = _tests(values, requirement.bound, requirement.at_least)
     return replace(
-        blank, n=len(values), value=sum(values) / len(values), fail_pvalue=fail, pass_pvalue=passed
+        blank,
+        n=len(values),
+        value=sum(values) / len(values),
+        ci=_interval(values),
+        fail_pvalue=fail,
+        pass_pvalue=passed,
     )
+
+
+def _interval(values: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval that goes with the tests: exact (Clopper-Pearson) for 0/1 outcomes,
+    Student's t for per-example rates."""
+    if all(v in (0.0, 1.0) for v in values):
+        ci = stats.binomtest(int(sum(values)), len(values)).proportion_ci(CONFIDENCE)
+    elif len(set(values)) == 1:
+        return values[0], values[0]
+    else:
+        ci = stats.ttest_1samp(values, 0.0).confidence_interval(CONFIDENCE)
+    return float(ci.low), float(ci.high)
+
+
+def _blank(requirement: Requirement) -> RequirementResult:
+    """The requirement, not yet measured."""
+    return RequirementResult(
+        requirement.describe(), str(requirement.metric), requirement.unit, requirement.bound,
+        0, None, None, None,
+    )  # fmt: skip
 
 
 def _tests(values: Sequence[float], bound: float, at_least: bool) -> tuple[float, float]:
@@ -99,7 +162,15 @@ def settle(
     PASS when shown met (or, without `evidence`, when not shown failing); else INCONCLUSIVE."""
     if result.value is None:
         return result
-    value = f"{result.value:.1%} on {result.n:,} examples"
+    ttft = result.metric == Metric.TTFT_MS
+    form = (lambda v: f"{v:,.0f} ms") if ttft else (lambda v: f"{v:.1%}")
+    value = (
+        f"median {form(result.value)} over {result.n:,} requests"
+        if ttft
+        else f"{form(result.value)} on {result.n:,} examples"
+    )
+    if result.ci is not None:
+        value += f" (95% CI {form(result.ci[0])} to {form(result.ci[1])})"
     if fail_adjusted is not None and fail_adjusted < alpha:
         verdict = Verdict.REGRESSION
         reason = f"{value}: shown failing (adj. p {fail_adjusted:.3g} < alpha {alpha})"

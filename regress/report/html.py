@@ -106,18 +106,18 @@ def render_page(inputs: Inputs, title: str = "regress report") -> Page:
     sections += _sweep_sections(inputs, figures)
     text = document(
         title,
-        f"{_cards(inputs)}{_left_out(charts.missing)}",
+        f"{cards(inputs)}{_left_out(charts.missing)}",
         f"<p>regress {__version__}. Inputs:</p>{_inputs_table(inputs)}{''.join(sections)}",
     )
     return Page(text, tuple(figures), tuple(charts.missing))
 
 
-def document(title: str, head: str, body: str) -> str:
+def document(title: str, head: str, body: str, style: str = "") -> str:
     """A self-contained page: the title, `head` (before the note a failed drawing writes),
-    `body` (figure sections among it are drawn), and plotly.js embedded."""
+    `body` (figure sections among it are drawn), and plotly.js embedded; `style` adds CSS."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}{style}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{head}"
         '<p id="plotly-error" hidden></p>'
         f"{body}"
@@ -172,7 +172,7 @@ def _text(value: str) -> str:
     return re.sub(r"`([^`<]+)`", r"<code>\1</code>", html.escape(value))
 
 
-def _cards(inputs: Inputs) -> str:
+def cards(inputs: Inputs) -> str:
     """One verdict card per gate report, or one card saying what the page holds."""
     if inputs.comparisons:
         return "".join(_verdict_card(c, i) for i, c in enumerate(inputs.comparisons))
@@ -272,15 +272,17 @@ def _left_out(missing: dict[str, str]) -> str:
     return f'<section class="left-out"><h2>Charts not drawn</h2><ul>{lines}</ul></section>'
 
 
-def figure_section(chart_id: str, figure: go.Figure) -> str:
-    """A chart's block: its div and its figure JSON, drawn by the page's script."""
+def figure_section(chart_id: str, figure: go.Figure, height: int | None = None) -> str:
+    """A chart's block: its div (`height` pixels tall, else by its rows) and its figure JSON,
+    drawn by the page's script."""
     # `</script` would end the block early and `<!--` change how it ends: no `<` at all then.
     # It only occurs inside JSON strings, where `\\u003c` is the same character.
     data = pio.to_json(figure, validate=True).replace("<", "\\u003c")
     # Stacked subplots need more height than one panel, or their labels overlap.
     tall = " tall" if _rows(figure) > 1 else ""
+    size = f' style="height: {height}px"' if height else ""
     return (
-        f'<section><div class="chart{tall}" id="chart-{chart_id}"></div>'
+        f'<section><div class="chart{tall}" id="chart-{chart_id}"{size}></div>'
         f'<script type="application/json" id="fig-{chart_id}">{data}</script></section>'
     )
 

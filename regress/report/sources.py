@@ -1,6 +1,7 @@
 """What `regress report` reads: stored accuracy runs, the gate's JSON comparisons,
-`regress bench` JSON files and `regress sweep` folders, told apart by their content (views in
-regress.bench.summaries and regress.sweep.frontier)."""
+`regress bench` JSON files, `regress sweep` folders and history files (`check
+--record-history`, a `.jsonl` file), told apart by their content (views in
+regress.bench.summaries, regress.sweep.frontier and regress.report.history)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from regress.core.errors import BadInput
 from regress.core.hashes import is_sha256
 from regress.core.safe_json import load_file
 from regress.core.store import is_run_folder, read_run
+from regress.report.history import HistoryEntry, read_history
 from regress.sweep.frontier import Frontier, analyse
 from regress.sweep.results import SweepResults
 
@@ -29,12 +31,18 @@ class Inputs:
     bench: tuple[BenchModel, ...]
     sweeps: tuple[tuple[SweepResults, Frontier], ...] = ()
     """`regress sweep` folders with their Pareto analysis (default objectives)."""
+    history: tuple[HistoryEntry, ...] = ()
+    """The gate runs of history files, in file order."""
 
 
 def load_inputs(paths: list[Path]) -> Inputs:
-    """Sort each path into its kind: a run folder, a bench JSON or a gate JSON."""
-    accuracy, comparisons, bench, sweeps = [], [], [], []
+    """Sort each path into its kind: a run folder, a sweep folder, a history file (`.jsonl`),
+    a bench JSON or a gate JSON."""
+    accuracy, comparisons, bench, sweeps, history = [], [], [], [], []
     for path in paths:
+        if path.is_file() and path.suffix == ".jsonl":
+            history += read_history(path)
+            continue
         if path.is_dir() and (path / "sweep.json").is_file():
             sweeps.append(analyse(path))
             continue
@@ -48,7 +56,7 @@ def load_inputs(paths: list[Path]) -> Inputs:
         data = load_file(path)
         if not isinstance(data, dict):
             raise BadInput(f"{path}: expected a JSON object")
-        if str(data.get("schema", "")).startswith("regress-bench/"):
+        if _is_bench(data):
             bench += _bench(data, path)
         elif "verdict" in data and "units" in data:
             comparisons.append(_comparison(data, path))
@@ -56,9 +64,23 @@ def load_inputs(paths: list[Path]) -> Inputs:
             raise BadInput(
                 f"{path}: neither a run folder, a `regress bench` JSON nor a gate JSON report"
             )
-    if not (accuracy or comparisons or bench or sweeps):
-        raise BadInput("report: nothing to show (give run folders, sweep folders or JSON files)")
-    return Inputs(tuple(accuracy), tuple(comparisons), tuple(bench), tuple(sweeps))
+    if not (accuracy or comparisons or bench or sweeps or history):
+        raise BadInput(
+            "report: nothing to show (give run folders, sweep folders, JSON or history files)"
+        )
+    return Inputs(tuple(accuracy), tuple(comparisons), tuple(bench), tuple(sweeps), tuple(history))
+
+
+def load_bench(path: Path) -> tuple[BenchModel, ...]:
+    """The models of a `regress bench` JSON file, checked; anything else is BadInput."""
+    data = load_file(path)
+    if not isinstance(data, dict) or not _is_bench(data):
+        raise BadInput(f"{path}: not a `regress bench` JSON file (bench -o FILE.json)")
+    return tuple(_bench(data, path))
+
+
+def _is_bench(data: dict[str, Any]) -> bool:
+    return str(data.get("schema", "")).startswith("regress-bench/")
 
 
 def _bench(data: dict[str, Any], path: Path) -> list[BenchModel]:
