@@ -3,7 +3,9 @@ alpha, so drops that each pass cannot add up unseen (docs/gate.md#creep-guard)."
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -189,3 +191,52 @@ def test_check_refuses_a_missing_anchor_before_any_model_runs(tmp_path):
         and "runs/nothing: no such run folder" in result.output
     )
     assert Store(REPO / "baselines").find(str(REPO / "baselines" / "main")).manifest.name == "main"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _stored(name: str, correct: np.ndarray):
+    """`_run` as the store writes it: outcomes as 0 and 1."""
+    task = dataclasses.replace(info("t"), n=len(correct))
+    return run(name, {"t": [record("t", i, int(x)) for i, x in enumerate(correct)]}, [task])
+
+
+def test_an_anchor_n_promotions_back_comes_from_git(tmp_path):
+    """A store in git whose baseline `base` was promoted three times: `base~2` is the
+    version two promotions back, read from git, and the anchor row is named for it. An
+    uncommitted promotion counts as the current version; more promotions than the history
+    holds, or a store outside git, is bad input."""
+    outcomes = _chain(3)  # a run's model sha256 repeats its name's first letter: hex, `b`
+    repo = tmp_path / "repo"
+    store = Store(repo / "baselines")
+    _git(tmp_path, "init", "-q", str(repo))
+    for i, correct in enumerate(outcomes):
+        store.save(_stored("base", correct))
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"promote {i}")
+    two = store.find("base~2")
+    assert two.records == _stored("base", outcomes[1]).records
+    assert two.manifest.name == "base~2"
+    result = check(
+        _stored("base", outcomes[3]),
+        _stored("cand", outcomes[3]),
+        CheckOptions(policy=Policy(anchor="base~2"), anchor=two),
+    ).comparison
+    assert [u.name for u in result.units] == ["t", "t since base~2"]
+    since = result.units[1]
+    assert since.b - since.c == np.sum(outcomes[1]) - np.sum(outcomes[3])
+    # Promoted again, not yet committed: one promotion back is the newest commit.
+    store.save(_stored("base", outcomes[0]))
+    assert store.find("base~1").records == _stored("base", outcomes[3]).records
+    with pytest.raises(BadInput, match="base~5: git holds 4 earlier version"):
+        store.find("base~5")
+    outside = Store(tmp_path / "plain")
+    outside.save(_stored("base", outcomes[0]))
+    with pytest.raises(BadInput, match="base~1: git rev-parse"):
+        outside.find("base~1")

@@ -105,8 +105,9 @@ from regress.run.lm_eval_import import read_lm_eval_run
 @click.option(
     "--anchor",
     default=None,
-    help="Creep guard: also gate against this baseline (a name in --store, or a run folder) "
-    "with the policy's max_cumulative_drop (default 3 points); overrides the policy's anchor.",
+    help="Creep guard: also gate against this baseline (a name in --store, a run folder, or "
+    "NAME~N: NAME as it was N promotions ago, from git) with the policy's max_cumulative_drop "
+    "(default 3 points); overrides the policy's anchor.",
 )
 @click.option(
     "--bench",

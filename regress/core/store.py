@@ -30,6 +30,7 @@ from pathlib import Path
 
 from regress.core import safe_json
 from regress.core.errors import BadInput, RunFailed
+from regress.core.git_versions import VERSION, earlier_version, extract
 from regress.core.manifest import Manifest, Run
 from regress.core.records import Record
 
@@ -342,13 +343,21 @@ class Store:
         return read_run(path)
 
     def find(self, ref: str) -> Run:
-        """A baseline named in the store, or a run folder given by path (`baselines/v1`,
-        `runs/release`): a reference with a `/` is a path."""
+        """A baseline named in the store, a run folder given by path (`baselines/v1`,
+        `runs/release`: a reference with a `/` is a path), or a baseline as it was N
+        promotions ago (`main~3`, from git: regress.core.git_versions), named `ref`."""
         if "/" in ref or os.sep in ref:
             if not Path(ref).is_dir():
                 raise BadInput(f"{ref}: no such run folder")
             return read_run(Path(ref))
-        return self.load(ref)
+        earlier = VERSION.match(ref)
+        if earlier is None:
+            return self.load(ref)
+        folder = self.path(earlier["name"])
+        version = earlier_version(folder, int(earlier["back"]), ref)
+        with tempfile.TemporaryDirectory() as scratch:
+            run = read_run(extract(version, Path(scratch), ref))
+        return replace(run, manifest=replace(run.manifest, name=ref))
 
     def names(self) -> list[str]:
         """Names of the baselines in the store, sorted.
