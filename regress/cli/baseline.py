@@ -16,6 +16,7 @@ from regress.cli.common import (
     command_line,
     data_options,
     data_source,
+    formats_option,
     generation_options,
     handles_errors,
     model_options,
@@ -72,6 +73,7 @@ def baseline() -> None:
     default=None,
     help="First N documents per task, or a fraction of them (0.1), as lm-eval's --limit.",
 )
+@formats_option
 @policy_option("Policy YAML the baseline will gate with: warns about units under its min_examples.")
 @task_options
 @data_options
@@ -88,6 +90,7 @@ def create(
     tasks: str | None,
     num_fewshot: int | None,
     limit: int | float | None,
+    formats: int | None,
     policy_path: Path | None,
     include_path: tuple[Path, ...],
     golden: tuple[Path, ...],
@@ -113,7 +116,7 @@ def create(
     if shard and not save_run:
         raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
     policy = load_policy(policy_path)  # validated before the model runs
-    spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
+    spec = chosen_suite(tasks, suite, num_fewshot, limit, golden, formats)
     specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
     # Refuse a place the run could not be stored before spending minutes on it.
     if save_run:

@@ -39,6 +39,7 @@ from regress.run.suite import Suite, TaskEntry, inline_suite, load_suite, parse_
 from regress.tasks import resolve_source
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
+from regress.tasks.formats import MAX_FORMATS
 
 if TYPE_CHECKING:
     from regress.gate.timing import TimingOptions
@@ -271,6 +272,18 @@ def generation_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def formats_option(func: F) -> F:
+    """--formats K: every task in K prompt formats (regress.tasks.formats)."""
+    return click.option(
+        "--formats",
+        type=click.IntRange(1, MAX_FORMATS),
+        default=None,
+        help="Render every task in K prompt formats (its own, then K-1 drawn from a fixed "
+        "grammar of field names, separators and choice labels), each task TASK@fmtI in unit "
+        "UNIT@fmtI: how brittle the model is, and a gate per format.",
+    )(func)
+
+
 def task_options(func: F) -> F:
     """--include-path and --golden: the user's own tasks beside the built-in ones."""
     func = click.option(
@@ -310,9 +323,11 @@ def chosen_suite(
     num_fewshot: int | None,
     limit: int | float | None,
     golden: Sequence[Path],
+    formats: int | None = None,
 ) -> Suite:
     """The suite --tasks or --suite describe, with every --golden set appended (run whole).
-    --num-fewshot and --limit apply to every task of a --suite too, over its own settings."""
+    --num-fewshot and --limit apply to every task of a --suite too, over its own settings;
+    --formats K renders each of its tasks in K prompt formats."""
     if tasks is not None and suite is not None:
         raise click.UsageError("give only one of --tasks or --suite")
     if tasks is None and suite is None and not golden:
@@ -328,6 +343,8 @@ def chosen_suite(
         spec = inline_suite(tasks, num_fewshot, limit)
     else:
         spec = Suite(name="golden", tasks=())
+    if formats is not None:
+        spec = spec.in_formats(formats)
     extra = tuple(TaskEntry(str(Path(g).expanduser().resolve())) for g in golden)
     return dataclasses.replace(spec, tasks=(*spec.tasks, *extra))
 

@@ -14,6 +14,7 @@ from regress.cli.common import (
     command_line,
     data_options,
     data_source,
+    formats_option,
     generation_options,
     handles_errors,
     model_options,
@@ -26,6 +27,7 @@ from regress.cli.common import (
     task_options,
 )
 from regress.core.store import check_replaceable, write_run
+from regress.gate.format_spread import FormatSpread, format_spreads
 from regress.gate.integrity import check_fit_to_store
 from regress.report.lm_eval import group_metrics, write_lm_eval
 from regress.run.cost import Prices, TaskCost, load_prices, run_costs
@@ -45,6 +47,7 @@ from regress.run.runner import RunPlan, suite_specs
     default=None,
     help="First N documents per task, or a fraction of them (0.1), as lm-eval's --limit.",
 )
+@formats_option
 @click.option("--output-path", "-o", type=click.Path(path_type=Path), help="Folder for results.")
 @click.option("--log-samples", is_flag=True, help="Also write samples_<task>_<date>.jsonl.")
 @click.option(
@@ -66,6 +69,7 @@ def eval_command(
     suite: Path | None,
     num_fewshot: int | None,
     limit: int | float | None,
+    formats: int | None,
     output_path: Path | None,
     log_samples: bool,
     prices: Path | None,
@@ -87,7 +91,7 @@ def eval_command(
       regress eval -m smollm2-135m -t arc_easy,mmlu -k 5 --limit 100 \\
           --data-dir ../shared/data -o out/ --log-samples
     """
-    spec = chosen_suite(tasks, suite, num_fewshot, limit, golden)
+    spec = chosen_suite(tasks, suite, num_fewshot, limit, golden, formats)
     args = {**spec.model_args, **parse_args(model_args)}
     specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
     if save_run:
@@ -109,6 +113,12 @@ def eval_command(
     price_table = load_prices(prices) if prices else None
     outcome = run_with_progress(f"eval {model}", plan)
     stdout().print(results_table(outcome.task_runs))
+    spreads = format_spreads(
+        {r.task.name: r.info for r in outcome.task_runs},
+        {r.task.name: r.records for r in outcome.task_runs},
+    )
+    if spreads:
+        stdout().print(spread_table(spreads))
     generating = {
         r.task.name: r.records for r in outcome.task_runs if r.info.output_type == "generate_until"
     }
@@ -155,6 +165,21 @@ def cost_table(costs: list[TaskCost], prices: Prices | None) -> Table:
             f"{c.cost:.6f} {prices.currency}" if money else "no prices",
             f"{c.cost_per_success:.6f}" if money and c.cost_per_success is not None else "-",
         )
+    return table
+
+
+def spread_table(spreads: list[FormatSpread]) -> Table:
+    """Each unit's accuracy in every prompt format, and the spread with its interval."""
+    table = Table(
+        "Unit", "n", "Accuracy per format", "Worst", "Median", "Best", "Spread [95% CI]",
+        title="Prompt formats (docs/tasks.md#prompt-formats)",
+    )  # fmt: skip
+    for s in spreads:
+        per = "  ".join(f"f{i} {a:.1%}" for i, a in zip(s.formats, s.accuracy, strict=True))
+        table.add_row(
+            s.unit, str(s.n), per, f"{s.worst:.1%}", f"{s.median:.1%}", f"{s.best:.1%}",
+            f"{s.spread * 100:.1f} pts [{s.low * 100:.1f}, {s.high * 100:.1f}]",
+        )  # fmt: skip
     return table
 
 

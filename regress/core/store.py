@@ -39,7 +39,8 @@ RECORDS = "records"
 LOCK_TIMEOUT_S = 600.0
 """How long a writer waits for another one before giving up (its run is saved elsewhere)."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_TASK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_TASK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,199}$")
+"""As a baseline name, and `@` (a task in a prompt format: `arc_easy@fmt2`)."""
 
 
 def validate_name(name: str) -> str:

@@ -95,8 +95,7 @@ def suite_specs(
 
 def baseline_specs(baseline: Run, catalog: TaskCatalog = BUILTIN) -> list[TaskSpec]:
     """Specs that rerun exactly a baseline's examples with the same shots."""
-    known = set(catalog.names())
-    missing = sorted(name for name in baseline.manifest.tasks if name not in known)
+    missing = sorted(name for name in baseline.manifest.tasks if not catalog.has(name))
     if missing:
         raise BadInput(
             f"baseline {baseline.manifest.name!r} has task(s) {', '.join(missing[:5])} that are "

@@ -17,7 +17,7 @@ model_args: {n_ctx: 2048}
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,9 @@ import yaml
 from regress.core import safe_yaml
 from regress.core.errors import BadInput
 from regress.run.generation import GenerationSettings, check_gen_kwargs
+from regress.tasks.formats import formatted_names
 
-_SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args"}
+_SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args", "formats"}
 _TASK_KEYS = {"task", "num_fewshot", "limit", "docs", "gen_kwargs", "repeats"}
 TASK_FILE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 """A `tasks:` entry ending so names a task YAML file or a golden set, not a task."""
@@ -54,6 +55,18 @@ class Suite:
     tasks: tuple[TaskEntry, ...]
     backend: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
+
+    def in_formats(self, k: int) -> Suite:
+        """Each task entry in prompt formats 0..k-1 (`arc_easy@fmt0`, ...; regress.tasks.
+        formats); golden sets stay as they are, run whole."""
+        entries = [
+            replace(entry, task=name)
+            for entry in self.tasks
+            for name in (
+                [entry.task] if entry.task.endswith(".jsonl") else formatted_names([entry.task], k)
+            )
+        ]
+        return replace(self, tasks=tuple(entries))
 
     def task_files(self) -> list[Path]:
         """Entries that name a task YAML file (resolved against the suite file)."""
@@ -174,12 +187,14 @@ def load_suite(path: Path) -> Suite:
     if not isinstance(model_args, dict):
         raise BadInput(f"{path}: `model_args` must be a mapping")
     backend = data.get("backend")
-    return Suite(
+    suite = Suite(
         name=_str(data.get("name", path.stem), f"{path}: name"),
         tasks=tuple(entries),
         backend=None if backend is None else _str(backend, f"{path}: backend"),
         model_args=model_args,
     )
+    formats = data.get("formats")
+    return suite if formats is None else suite.in_formats(_int(formats, f"{path}: formats", 1))
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

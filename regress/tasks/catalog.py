@@ -18,6 +18,7 @@ from typing import Any
 from regress.core.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, task_groups
 from regress.tasks.base import Task
+from regress.tasks.formats import FormattedTask, prompt_format, split_name
 from regress.tasks.golden import GoldenTask, golden_task
 from regress.tasks.yaml_config import GroupFile, TaskFile, scan
 from regress.tasks.yaml_task import yaml_task
@@ -46,6 +47,13 @@ class TaskCatalog:
         return list(chosen.values())
 
     def _expand(self, name: str) -> list[Task]:
+        formatted = split_name(name)
+        if formatted is not None:
+            base, index = formatted
+            if split_name(base) is not None:
+                raise BadInput(f"{name}: one format per task (`{base}` already names one)")
+            prompt_format(index)  # a format the grammar has
+            return [FormattedTask(task, index) for task in self._expand(base)]
         if name in self.loaded:
             return [self.loaded[name]]
         if name in self.groups:
@@ -67,6 +75,11 @@ class TaskCatalog:
     def names(self) -> list[str]:
         """Every task name: built-in first, then loaded ones in name order."""
         return [*list_tasks(), *sorted(self.loaded)]
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is a task here, in a prompt format (`arc_easy@fmt2`) or not."""
+        formatted = split_name(name)
+        return (formatted[0] if formatted else name) in set(self.names())
 
     def source(self, task: Task) -> str:
         """Where a task is defined: `built-in`, or its file (relative to the working folder)."""

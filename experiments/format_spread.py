@@ -1,0 +1,132 @@
+"""Prompt formats on real models (docs/results/prompt-formats.md): how far accuracy moves with
+the format alone, and whether the format changes a gate's verdict.
+
+    flock /tmp/regress-model.lock .venv/bin/python experiments/format_spread.py \
+        [--tasks arc_easy --limit 200 --formats 4] [--work /tmp/regress-formats]
+
+Through the `regress` CLI, as a user runs it (a step whose output exists in --work is
+skipped):
+
+1. SmolLM2-135M and Gemma 3 270M evaluated in K formats (`regress eval --formats K
+   --save-run`): each unit's accuracy per format and its spread with a 95% interval;
+2. a baseline of SmolLM2 in the same K formats (`regress baseline create --formats K`);
+3. its Q4_0 and IQ3_S requantizations gated against it (`regress check`): each format is a
+   unit, Holm-corrected across them; the verdict per format beside the verdict format 0
+   (the task as lm-eval writes it) alone would have given.
+
+Prints Markdown tables and the CPU flags llama.cpp reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from regress.core.store import read_run
+from regress.gate.compare import compare
+from regress.gate.format_spread import format_spreads
+from regress.gate.policy import Policy
+
+REPO = Path(__file__).resolve().parents[1]
+REGRESS = [sys.executable, "-m", "regress.cli"]
+DATA = os.environ.get("REGRESS_DATA_DIR", str(REPO.parent / "shared" / "data"))
+
+
+def step(name: str, output: Path, command: list[str], ok: tuple[int, ...] = (0,)) -> None:
+    """Run `command` unless `output` exists; print its wall time."""
+    if output.exists():
+        print(f"{name}: {output} exists, skipped", file=sys.stderr)
+        return
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, check=False, stdout=subprocess.DEVNULL)
+    if done.returncode not in ok:
+        raise SystemExit(f"{name}: exit {done.returncode}: {' '.join(command)}")
+    print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
+def cpu_flags() -> str:
+    """llama.cpp's system info: the instruction sets the figures were measured with."""
+    import llama_cpp
+
+    return " ".join(re.findall(r"(\w+) = 1", llama_cpp.llama_print_system_info().decode()))
+
+
+def main() -> None:
+    """Run the steps; print the spread table and the verdict table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="arc_easy")
+    parser.add_argument("--limit", default="200")
+    parser.add_argument("--formats", default="4")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/regress-formats"))
+    parser.add_argument("--candidates", default="Q4_0,IQ3_S")
+    args = parser.parse_args()
+    from regress.backends.models import resolve_model_path
+
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    suite = ["-t", args.tasks, "--limit", args.limit, "--formats", args.formats,
+             "--data-dir", DATA]  # fmt: skip
+    runs = {}
+    for model in ("smollm2-135m", "gemma3-270m"):
+        runs[model] = work / f"eval-{model}"
+        step(f"eval {model}", runs[model], [*REGRESS, "eval", "-m", model, *suite,
+                                           "--save-run", str(runs[model])])  # fmt: skip
+    store = work / "baselines"
+    step("baseline", store / "main", [*REGRESS, "baseline", "create", "--name", "main", "-m",
+                                      "smollm2-135m", *suite, "--store", str(store)])  # fmt: skip
+    source = str(resolve_model_path("smollm2-135m"))
+    reports = {}
+    for kind in args.candidates.split(","):
+        model = work / f"smollm2-{kind.lower()}.gguf"
+        step(f"quantize {kind}", model, [*REGRESS, "quantize", source, "--type", kind, "-o",
+                                         str(model)])  # fmt: skip
+        reports[kind] = work / f"check-{kind}.json"
+        step(f"check {kind}", reports[kind], [
+            *REGRESS, "check", "-b", "main", "--store", str(store), "-m", str(model),
+            "--data-dir", DATA, "--save-run", str(work / f"run-{kind}"),
+            "--report-json", str(reports[kind]),
+        ], ok=(0, 1))  # fmt: skip
+
+    print(f"{args.tasks}, first {args.limit} documents, {args.formats} formats; CPU flags: "
+          f"{cpu_flags()}\n")  # fmt: skip
+    print("| model | unit | n | accuracy per format | worst | median | best | spread [95% CI] |")
+    print("|---|---|---:|---|---:|---:|---:|---|")
+    for model, path in runs.items():
+        run = read_run(path)
+        for s in format_spreads(run.manifest.tasks, run.records):
+            per = ", ".join(f"{a:.1%}" for a in s.accuracy)
+            print(f"| {model} | {s.unit} | {s.n} | {per} | {s.worst:.1%} | {s.median:.1%} | "
+                  f"{s.best:.1%} | {s.spread * 100:.1f} pts [{s.low * 100:.1f}, "
+                  f"{s.high * 100:.1f}] |")  # fmt: skip
+    print("\n| candidate | gate verdict | per format: Δ pts, verdict | format 0 alone |")
+    print("|---|---|---|---|")
+    base = read_run(store / "main")
+    for kind, report in reports.items():
+        data = json.loads(report.read_text())
+        per = "; ".join(
+            f"{u['name'].rsplit('@', 1)[1]} {u['delta'] * 100:+.1f} {u['verdict']}"
+            for u in data["units"]
+        )
+        # Format 0 alone: the same records, the other formats left out of the family.
+        cand = read_run(work / f"run-{kind}")
+        zero = [t for t in base.manifest.tasks if t.endswith("@fmt0")]
+        alone = compare(_only(base, zero), _only(cand, zero), Policy())
+        print(f"| {kind} | {data['verdict']} | {per} | {alone.verdict} |")
+
+
+def _only(run, tasks):
+    """`run` with only `tasks`."""
+    from dataclasses import replace
+
+    manifest = replace(run.manifest, tasks={t: run.manifest.tasks[t] for t in tasks})
+    return replace(run, manifest=manifest, records={t: run.records[t] for t in tasks})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Prompt formats on a real model (docs/tasks.md#prompt-formats): `eval --formats` prints the
+spread its saved records give, and a baseline made in two formats gates a rerun of the same
+model format by format."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from regress.cli import cli
+from regress.core.errors import ExitCode
+from regress.core.store import read_run
+from regress.gate.format_spread import format_spreads
+
+pytestmark = pytest.mark.model
+
+
+def _run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == ExitCode.OK, result.output
+    return result.output
+
+
+def test_eval_in_three_formats_reports_the_spread_of_its_own_records(tmp_path):
+    saved = tmp_path / "run"
+    text = _run(
+        "eval", "-m", "smollm2-135m", "-t", "builtin_arithmetic", "--limit", "60",
+        "--formats", "3", "--save-run", str(saved), "--no-cache",
+    )  # fmt: skip
+    run = read_run(saved)
+    assert sorted(run.records) == [f"builtin_arithmetic@fmt{i}" for i in range(3)]
+    # Each format's accuracy, from the records themselves.
+    accuracy = [
+        sum(r.right for r in run.records[f"builtin_arithmetic@fmt{i}"]) / 60 for i in range(3)
+    ]
+    [spread] = format_spreads(run.manifest.tasks, run.records)
+    assert spread.unit == "builtin" and spread.n == 60
+    assert spread.accuracy == pytest.approx(accuracy)
+    row = re.search(r"builtin .* f0 ([\d.]+)%\s+f1 ([\d.]+)%\s+f2 ([\d.]+)%", text)
+    assert row and [float(x) / 100 for x in row.groups()] == pytest.approx(accuracy, abs=5e-4)
+    assert f"{spread.spread * 100:.1f} pts" in text
+    # The prompts differ between formats: different prompt hashes, same documents.
+    hashes = {run.manifest.tasks[t].prompt_hash for t in run.records}
+    docs = {run.manifest.tasks[t].dataset_hash for t in run.records}
+    assert len(hashes) == 3 and len(docs) == 1
+
+
+def test_a_baseline_in_two_formats_gates_each_format(tmp_path):
+    store = tmp_path / "store"
+    _run(
+        "baseline", "create", "--name", "main", "-m", "smollm2-135m", "-t", "builtin_arithmetic",
+        "--limit", "50", "--formats", "2", "--store", str(store), "--no-cache",
+    )  # fmt: skip
+    report = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        cli,
+        ["check", "-b", "main", "-m", "smollm2-135m", "--store", str(store), "--no-cache",
+         "--report-json", str(report)],
+    )  # fmt: skip
+    # 50 examples per unit, under min_examples: INCONCLUSIVE, exit 0.
+    assert result.exit_code == ExitCode.OK, result.output
+    data = json.loads(report.read_text())
+    assert [u["name"] for u in data["units"]] == ["builtin@fmt0", "builtin@fmt1"]
+    # The same model file rerun on the machine that made the baseline: its answers.
+    base = read_run(store / "main")
+    for unit in data["units"]:
+        task = f"builtin_arithmetic@{unit['name'].split('@')[1]}"
+        right = sum(r.right for r in base.records[task]) / len(base.records[task])
+        assert unit["baseline"] == pytest.approx(right) and unit["n"] == 50
+        assert unit["b"] == unit["c"] == 0
