@@ -373,14 +373,14 @@ def latency_distributions(models: Sequence[BenchModel]) -> go.Figure | Needs:
     return fig
 
 
-def _joined(inputs: Inputs) -> list[tuple[AccuracyRun, BenchModel]]:
+def joined_runs(inputs: Inputs) -> list[tuple[AccuracyRun, BenchModel]]:
     """Accuracy runs and bench results of the same model file (by sha256), latest bench."""
     bench = {m.sha256: m for m in sorted(inputs.bench, key=lambda m: m.created)}
     return [(run, bench[run.sha256]) for run in inputs.accuracy if run.sha256 in bench]
 
 
 def _tradeoff(inputs: Inputs, title: str, x_of: Any, x_title: str) -> go.Figure | Needs:
-    joined = _joined(inputs)
+    joined = joined_runs(inputs)
     if not joined:
         if not inputs.bench:
             return Needs(ADD_BENCH)

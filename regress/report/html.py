@@ -167,7 +167,7 @@ def _inputs_table(inputs: Inputs) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _text(value: str) -> str:
+def coded(value: str) -> str:
     """Escaped text with `code` spans, as the hints write commands."""
     return re.sub(r"`([^`<]+)`", r"<code>\1</code>", html.escape(value))
 
@@ -185,7 +185,7 @@ def cards(inputs: Inputs) -> str:
     return (
         '<div class="verdict-card none" id="verdict">'
         '<p class="verdict">No gate verdict</p>'
-        f"<p>This page holds {html.escape(holds)}. For a verdict, {_text(ADD_GATE)}.</p></div>"
+        f"<p>This page holds {html.escape(holds)}. For a verdict, {coded(ADD_GATE)}.</p></div>"
     )
 
 
@@ -266,7 +266,7 @@ def _left_out(missing: dict[str, str]) -> str:
     if not by_need:
         return ""
     lines = "".join(
-        f"<li>{html.escape(', '.join(charts))}: {_text(need)}</li>"
+        f"<li>{html.escape(', '.join(charts))}: {coded(need)}</li>"
         for need, charts in by_need.items()
     )
     return f'<section class="left-out"><h2>Charts not drawn</h2><ul>{lines}</ul></section>'

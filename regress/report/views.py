@@ -32,10 +32,10 @@ import plotly.graph_objects as go
 from regress.bench.choose import Constraints, Contender, choose
 from regress.bench.summaries import AccuracyRun, BenchModel
 from regress.core.records import Record
-from regress.report.charts import ADD_BENCH, ADD_GATE, build_charts, run_labels, tidy
+from regress.report.charts import ADD_BENCH, ADD_GATE, build_charts, joined_runs, run_labels, tidy
 from regress.report.example_buckets import Bucket, Buckets, quoted_flips, sort_examples
 from regress.report.history_page import history_figure
-from regress.report.html import Page, cards, document, figure_section
+from regress.report.html import Page, cards, coded, document, figure_section
 from regress.report.sources import Inputs
 from regress.run.cost import Prices, TaskCost, task_cost
 
@@ -153,7 +153,7 @@ def _exec(inputs: Inputs, figures: dict[str, go.Figure], prices: Prices | None) 
     frontier, choice = _frontier(inputs)
     sections.append(_figure("frontier", frontier, "Accuracy and latency"))
     if choice:
-        sections.append(Section(f"<p>{_code(choice)}</p>"))
+        sections.append(Section(f"<p>{coded(choice)}</p>"))
     sections.append(_costs(inputs, prices))
     charts = _charts(View.EXEC, figures)
     if inputs.history:
@@ -223,9 +223,7 @@ def _interval(r: dict[str, Any]) -> str:
 def _frontier(inputs: Inputs) -> tuple[go.Figure | str, str]:
     """Accuracy against median end-to-end latency, the Pareto front joined, and the model
     `regress compare`'s rule chooses (no constraint) starred; and the choice in words."""
-    bench = {m.sha256: m for m in sorted(inputs.bench, key=lambda m: m.created)}
-    joined = [(run, bench[run.sha256]) for run in inputs.accuracy if run.sha256 in bench]
-    joined = [(r, b) for r, b in joined if _number(b.e2el_p50) and _number(r.accuracy)]
+    joined = [(r, b) for r, b in joined_runs(inputs) if _number(b.e2el_p50) and _number(r.accuracy)]
     if not joined:
         same = "add a stored run and a bench file of the same model file"
         return (same if inputs.bench else ADD_BENCH), ""
@@ -329,7 +327,7 @@ def _costs(inputs: Inputs, prices: Prices | None) -> Section:
     )
     return Section(
         f"<section><h3>Cost per successful task</h3><table>{head}{''.join(rows)}</table>"
-        f'<p class="note">{_code(note)}</p></section>'
+        f'<p class="note">{coded(note)}</p></section>'
     )
 
 
@@ -706,7 +704,7 @@ def _figure(
 def _missing(heading: str, need: str) -> Section:
     return Section(
         f'<section class="left-out"><h3>{html.escape(heading)}</h3>'
-        f'<p class="note">Not drawn: {_code(need)}.</p></section>'
+        f'<p class="note">Not drawn: {coded(need)}.</p></section>'
     )
 
 
@@ -726,12 +724,6 @@ def _cells(*cells: object, verdict: str = "", reason: str = "") -> str:
         css = verdict if verdict in ("PASS", "REGRESSION", "INCONCLUSIVE", "ERROR") else ""
         row += f'<td class="{css}" title="{html.escape(reason)}">{html.escape(verdict)}</td>'
     return f"<tr>{row}</tr>"
-
-
-def _code(text: str) -> str:
-    """Escaped text with `code` spans."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
 def _number(value: object) -> bool:
