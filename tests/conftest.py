@@ -30,6 +30,7 @@ MODEL_MODULES = frozenset(
         "test_backend_llama.py",
         "test_backend_openai.py",
         "test_bench_model.py",
+        "test_conversations_model.py",
         "test_generation_model.py",
         "test_golden_cli.py",
         "test_lm_eval_import.py",

@@ -297,3 +297,28 @@ def test_bad_model_references_are_bad_input(tmp_path: Path) -> None:
         HFBackend(str(tmp_path / "weights.gguf"))
     with pytest.raises(BadInput, match="dtype"):
         HFBackend(str(GGUF), dtype="int3")
+
+
+def test_a_conversation_renders_the_tokens_llama_cpp_renders(backend: HFBackend) -> None:
+    """Both runtimes put a conversation through the GGUF's own chat template: the same prompt
+    tokens, and the turn ends at the template's end of turn."""
+    request = GenerateRequest(
+        "",
+        max_tokens=16,
+        messages=(
+            ("system", "Be brief."),
+            ("user", "Hi, I am Ana."),
+            ("assistant", "Hello Ana!"),
+            ("user", "What is my name?"),
+        ),
+    )
+    llama = load_backend("llama_cpp", "smollm2-135m", {})
+    try:
+        assert backend._prompt(request) == llama._prompt(request)
+    finally:
+        llama.close()
+    prompt = backend.tokenizer.decode(backend._prompt(request))
+    assert prompt.endswith("<|im_start|>assistant\nHello Ana!<|im_end|>\n<|im_start|>user\n"
+                           "What is my name?<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+    [result] = backend.generate([request])
+    assert result.n_context_tokens == len(backend._prompt(request)) and result.finish == "eos"

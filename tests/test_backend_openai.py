@@ -465,3 +465,14 @@ def test_vllm_style_offsets_that_count_an_echoed_bos() -> None:
     # After an empty context the text's first token is scored given the echoed BOS.
     whole = _loglikelihood(entries, LoglikelihoodRequest("", "The capital is Paris"))
     assert whole == LoglikelihoodResult(-13.75, False, 4, n_context_tokens=1)
+
+
+def test_a_conversation_goes_to_the_chat_endpoint_as_its_messages() -> None:
+    turns = (("system", "Be brief."), ("user", "Hi, I am Ana."), ("assistant", "Hello!"),
+             ("user", "My name?"))  # fmt: skip
+    request = GenerateRequest("", max_tokens=4, messages=turns)
+    with _stub() as (url, stub):
+        OpenAIBackend("m", base_url=url).generate([request])
+        assert stub.body["messages"] == [{"role": r, "content": c} for r, c in turns]
+        with pytest.raises(BadInput, match="chat=true"):
+            OpenAIBackend("m", base_url=url, chat=False).generate([request])

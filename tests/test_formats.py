@@ -19,6 +19,7 @@ from regress.gate.format_spread import format_spreads
 from regress.gate.operating import _exact
 from regress.gate.policy import Policy
 from regress.gate.stats import adjust_pvalues
+from regress.report.markdown import render_markdown
 from regress.run.suite import load_suite
 from regress.tasks import DataSource
 from regress.tasks.catalog import BUILTIN
@@ -103,6 +104,31 @@ def test_the_spread_is_max_minus_min_on_the_examples_every_format_has():
     same = {name: _records(name, rights[0]) for name in tasks}
     [flat] = format_spreads(tasks, same)
     assert (flat.spread, flat.low, flat.high) == (0.0, 0.0, 0.0)
+
+
+def test_a_gate_shows_each_sides_formats_and_the_change_in_spread():
+    """Reported beside the per-format units: worst, median and best format and the spread on
+    both sides, over the examples both sides have in every format; a candidate that lifts its
+    worst format narrows its spread."""
+    rng = np.random.default_rng(2)
+    rights = [rng.random(300) < p for p in (0.5, 0.6, 0.4)]
+    lifted = [rights[0], rights[1], rights[1]]  # format 2 now answers as format 1 does
+    infos = [info(f"t@fmt{i}", f"u@fmt{i}") for i in range(3)]
+    base = {f"t@fmt{i}": _records(f"t@fmt{i}", r) for i, r in enumerate(rights)}
+    cand = {f"t@fmt{i}": _records(f"t@fmt{i}", r) for i, r in enumerate(lifted)}
+    result = compare(run("base", base, infos), run("cand", cand, infos), Policy())
+    [change] = result.formats
+    before, after = [r.mean() for r in rights], [r.mean() for r in lifted]
+    assert change.unit == "u" and change.baseline.n == change.candidate.n == 300
+    assert change.baseline.accuracy == pytest.approx(before)
+    assert change.candidate.worst == pytest.approx(min(after))
+    spread = (max(after) - min(after)) - (max(before) - min(before))
+    assert change.change == pytest.approx(spread) and change.low <= spread <= change.high
+    assert change.high < 0  # the narrowing is shown
+    report = render_markdown(result)
+    assert "### Prompt formats" in report
+    assert f"{change.baseline.spread * 100:.1f} → {change.candidate.spread * 100:.1f} pts" in report
+    assert all(u.name.startswith("u@fmt") for u in result.units)  # still gated per format
 
 
 def _format_runs(k: int, n: int, drop: float, discordance: float, rng: np.random.Generator):

@@ -42,6 +42,8 @@ import torch
 import transformers
 
 from regress.backends.base import Progress, setting
+from regress.backends.chat import chat_template as resolve_template
+from regress.backends.chat import missing
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.backends.models import cache_root, check_gguf, file_sha256, resolve_model_path
 from regress.core.errors import BadInput, RunFailed
@@ -87,6 +89,7 @@ class HFBackend:
         trust_remote_code: bool = False,
         threads: int | None = None,
         prefix_cache: bool = False,
+        chat_template: str | None = None,
     ) -> None:
         """Load `model` (HF folder, .gguf file or packaged short name).
 
@@ -121,6 +124,10 @@ class HFBackend:
         self.add_bos_token = (
             _tokenizer_adds_bos(self.tokenizer) if add_bos_token is None else add_bos_token
         )
+        if chat_template is not None:
+            setting("chat_template", chat_template, str)
+        self._chat_setting = chat_template
+        self._chat = resolve_template(chat_template, self.tokenizer.chat_template, folder.name)
         self._available_memory = psutil.virtual_memory().available
         self._head_only = self._head_reproduces_logits()
         self._bench_kv: Any = None
@@ -281,6 +288,7 @@ class HFBackend:
                 "prefix_cache": self.prefix_cache,
                 # torch's OpenMP threads wait as llama.cpp's do: speed only, recorded alike.
                 "openmp_waiting": openmp_waiting(),
+                **({"chat_template": self._chat_setting} if self._chat_setting else {}),
             },
             libraries={"torch": torch.__version__},
             hardware=HardwarePath(
@@ -288,6 +296,10 @@ class HFBackend:
                 cpu=this_cpu(),
                 threads=threads,
             ),
+            # A model's own template is part of its files; only a given one is added.
+            build={"chat_template_sha256": self._chat.sha256}
+            if self._chat_setting and self._chat
+            else {},
         )
 
     def close(self) -> None:
@@ -467,8 +479,24 @@ class HFBackend:
         pad = self.tokenizer.pad_token_id
         return pad if pad is not None else self.prefix_token_id
 
+    def _prompt(self, request: GenerateRequest) -> list[int]:
+        """A generation's prompt tokens: its context, or its messages in the chat template."""
+        if not request.messages:
+            return self._encode(request.context)
+        if self._chat is None:
+            raise BadInput(missing(self.model.name_or_path))
+        chat = [{"role": role, "content": text} for role, text in request.messages]
+        try:
+            prompt = self.tokenizer.apply_chat_template(
+                chat, chat_template=self._chat.text, add_generation_prompt=True, tokenize=False
+            )
+        except Exception as exc:  # a template's own raise_exception, or a Jinja error
+            raise BadInput(f"chat template ({self._chat.source}): {exc}") from exc
+        # The template writes the special tokens (BOS too) itself.
+        return self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
     def _generate_one(self, request: GenerateRequest) -> GenerateResult:
-        ids = self._encode(request.context)
+        ids = self._prompt(request)
         # Leave room for the answer by cutting the prompt on the left, as lm-eval does.
         room = max(1, self.max_length - request.max_tokens)
         truncated = len(ids) > room

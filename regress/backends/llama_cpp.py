@@ -23,10 +23,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from regress.backends.base import Progress, setting
+from regress.backends.chat import chat_template as resolve_template
+from regress.backends.chat import missing
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.backends.models import check_gguf, model_info, resolve_model_path
 from regress.core.errors import BadInput, RunFailed
@@ -63,6 +66,7 @@ class LlamaCppBackend:
         n_batch: int = 512,
         prefix_reuse: bool | None = None,
         add_bos_token: bool | None = None,
+        chat_template: str | None = None,
     ) -> None:
         import llama_cpp
 
@@ -106,6 +110,11 @@ class LlamaCppBackend:
         )
         bos, eos = self._llm.token_bos(), self._llm.token_eos()
         self._prefix_token = bos if bos >= 0 else eos
+        if chat_template is not None:
+            setting("chat_template", chat_template, str)
+        self._chat_setting = chat_template
+        self._chat = resolve_template(chat_template, meta.get("tokenizer.chat_template"), path.name)
+        self._formatter: Any = None
         self._version = llama_cpp.__version__
         self._system_info = llama_cpp.llama_print_system_info().decode(errors="replace")
         self.n_batch = n_batch
@@ -267,10 +276,34 @@ class LlamaCppBackend:
                 progress(1)
         return results
 
+    def _prompt(self, request: GenerateRequest) -> list[int]:
+        """A generation's prompt tokens: its context, or its messages in the chat template."""
+        if not request.messages:
+            return self._llm.tokenize(
+                request.context.encode("utf-8"), add_bos=self.add_bos, special=True
+            )
+        if self._chat is None:
+            raise BadInput(missing(self._path.name))
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            model = self._llm._model
+            bos, eos = self._llm.token_bos(), self._llm.token_eos()
+            self._formatter = Jinja2ChatFormatter(
+                self._chat.text,
+                eos_token=model.token_get_text(eos) if eos >= 0 else "",
+                bos_token=model.token_get_text(bos) if bos >= 0 else "",
+            )
+        try:
+            chat = [{"role": role, "content": text} for role, text in request.messages]
+            prompt = self._formatter(messages=chat)
+        except Exception as exc:  # a template's own raise_exception, or a Jinja error
+            raise BadInput(f"chat template ({self._chat.source}): {exc}") from exc
+        # The template writes the special tokens (BOS too) itself, as llama.cpp's chat does.
+        return self._llm.tokenize(prompt.prompt.encode("utf-8"), add_bos=False, special=True)
+
     def _generate_one(self, request: GenerateRequest) -> GenerateResult:
-        ids = self._llm.tokenize(
-            request.context.encode("utf-8"), add_bos=self.add_bos, special=True
-        )
+        ids = self._prompt(request)
         # Leave room for the answer by cutting the prompt on the left, as lm-eval does.
         room = max(1, self.n_ctx - request.max_tokens)
         truncated = len(ids) > room
@@ -393,6 +426,7 @@ class LlamaCppBackend:
                 "add_bos_token": self.add_bos,
                 "prefix_reuse": self.prefix_reuse,
                 "openmp_waiting": openmp_waiting(),
+                **self._template_params(),
             },
             hardware=HardwarePath(
                 kernels=llama_kernels(self._system_info), cpu=this_cpu(), threads=self.threads
@@ -401,8 +435,17 @@ class LlamaCppBackend:
                 "system_info": self._system_info,
                 # How a request's scored positions are batched decides their floats.
                 "scoring": "single-pass" if self._sliding and not self.prefix_reuse else "split-2",
+                **self._template_build(),
             },
         )
+
+    def _template_params(self) -> dict[str, Any]:
+        return {"chat_template": self._chat_setting} if self._chat_setting else {}
+
+    def _template_build(self) -> dict[str, Any]:
+        # A model's own template is part of its file (its sha256); only a given one is added.
+        given = self._chat if self._chat_setting else None
+        return {"chat_template_sha256": given.sha256} if given else {}
 
     def close(self) -> None:
         """Free the model and its context now rather than at garbage collection."""

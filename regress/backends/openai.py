@@ -198,8 +198,12 @@ class OpenAIBackend:
         body |= {k: v for k, v in (("top_k", request.top_k), ("min_p", request.min_p)) if v}
         if request.until:
             body["stop"] = list(request.until[:4])  # the OpenAI API takes at most four
+        if request.messages and not self.chat:
+            raise BadInput("openai: a conversation needs the chat endpoint (chat=true)")
         if self.chat:
-            body["messages"] = [{"role": "user", "content": request.context}]
+            # The server applies the model's chat template.
+            chat = request.messages or (("user", request.context),)
+            body["messages"] = [{"role": role, "content": text} for role, text in chat]
         else:
             body["prompt"] = request.context
         answer = self._post("chat/completions" if self.chat else "completions", body)

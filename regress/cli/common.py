@@ -293,7 +293,8 @@ def task_options(func: F) -> F:
         multiple=True,
         help='A golden set (JSONL of must-pass prompts; README "Your own tasks"), run as '
         "task golden_<file stem> (a stem that starts with `golden` is the name as it is: "
-        "golden.jsonl is task golden). Repeatable.",
+        "golden.jsonl is task golden), or a conversation set (items with `turns`), run as "
+        "task conv_<file stem>. Repeatable.",
     )(func)
     return click.option(
         "--include-path",

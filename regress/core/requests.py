@@ -14,6 +14,9 @@ from typing import Literal
 
 RequestKind = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
 
+Message = tuple[str, str]
+"""(role, content) of one chat message; role is system, user or assistant."""
+
 
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
@@ -39,6 +42,9 @@ class GenerateRequest:
     Greedy at temperature 0; otherwise sampled with top-k (0: off), top-p (1: off) and min-p
     (0: off) applied before the temperature, from a random stream seeded by `seed`: the same
     request gives the same text on the same machine, whatever ran before it.
+
+    With `messages` (a conversation) the prompt is those messages in the model's chat
+    template, rendered by the backend, and `context` is empty.
     """
 
     context: str
@@ -49,6 +55,7 @@ class GenerateRequest:
     seed: int = 1234
     top_k: int = 0
     min_p: float = 0.0
+    messages: tuple[Message, ...] = ()
     kind: RequestKind = field(default="generate_until", init=False)
 
     @property
@@ -107,7 +114,7 @@ def cut_at_stop(text: str, until: Sequence[str]) -> tuple[str, bool]:
     return (text, False) if cut is None else (text[:cut], True)
 
 
-_LATER_FIELDS = {"top_k": 0, "min_p": 0.0}
+_LATER_FIELDS: dict[str, object] = {"top_k": 0, "min_p": 0.0, "messages": ()}
 """Fields added after prompt hashes were first stored: left out of the hash at their default,
 so existing baselines keep their prompt hashes."""
 

@@ -248,6 +248,8 @@ def _question(example: Example) -> str:
     if isinstance(question, str) and question.strip():
         return question
     request = example.requests[0] if example.requests else None
+    if isinstance(request, GenerateRequest) and request.messages:
+        return request.messages[-1][1]  # a conversation: its first turn's user message
     context = request.context if isinstance(request, LoglikelihoodRequest | GenerateRequest) else ""
     return context.rsplit(FEWSHOT_DELIMITER, 1)[-1]
 

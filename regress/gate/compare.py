@@ -51,6 +51,7 @@ from regress.gate.drop_tests import (
     StudentizedShift,
 )
 from regress.gate.failure_rates import FailureRate, failure_rates, generates, refusal_share
+from regress.gate.format_spread import spread_changes
 from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
 from regress.gate.margin_test import Side
 from regress.gate.pairing import Pair, pair_runs
@@ -84,6 +85,7 @@ from regress.gate.stats import (
     top1_agreement,
 )
 from regress.gate.stratified import stratified_test, weighted_mean
+from regress.gate.turns import turn_changes
 
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
@@ -273,6 +275,16 @@ def judge(
         failures=failures,
         golden=golden,
         requirements=decided,
+        turns=tuple(
+            change
+            for name, members in units.items()
+            for change in turn_changes(name, [p for task in members for p in pairs[task.name]])
+        ),
+        formats=spread_changes(
+            {t.name: t for t in tasks},
+            {name: [b for b, _ in ps] for name, ps in pairs.items()},
+            {name: [c for _, c in ps] for name, ps in pairs.items()},
+        ),
     )
 
 

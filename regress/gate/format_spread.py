@@ -1,6 +1,7 @@
 """How much a model's accuracy moves with the prompt's format (`--formats K`): per unit, the
 accuracy in each format on the same examples, the range over formats (FormatSpread's
-"spread", max minus min) and its 95% interval by a paired bootstrap over examples.
+"spread", max minus min) and its 95% interval by a paired bootstrap over examples; in a
+gate, both sides' figures and the change in spread, resampling the same examples on both.
 
 Only examples present in every format are compared, so the formats differ in wording alone.
 The spread of K sample means is biased upwards (a maximum minus a minimum of noisy figures),
@@ -54,14 +55,10 @@ class FormatSpread:
         return max(self.accuracy)
 
 
-def format_spreads(
-    tasks: Mapping[str, TaskInfo],
-    records: Mapping[str, Sequence[Record]],
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> list[FormatSpread]:
-    """Every unit run in two or more formats (tasks named `TASK@fmtI`), by unit name."""
-    # unit -> format -> (base task, doc_id) -> pass rate
+def _rates(
+    tasks: Mapping[str, TaskInfo], records: Mapping[str, Sequence[Record]]
+) -> dict[str, dict[int, dict[tuple[str, int], float]]]:
+    """unit -> format -> (base task, doc_id) -> the example's pass rate."""
     rates: dict[str, dict[int, dict[tuple[str, int], float]]] = {}
     for name, info in tasks.items():
         split = split_name(name)
@@ -76,33 +73,115 @@ def format_spreads(
                 continue  # no 0/1 outcome (perplexity)
             outcomes = r.outcomes
             by_doc[(base, r.doc_id)] = sum(outcomes) / len(outcomes)
+    return rates
+
+
+def _table(
+    sides: Sequence[dict[int, dict[tuple[str, int], float]]],
+) -> tuple[tuple[int, ...], list[np.ndarray]]:
+    """The formats every side has, and per side an examples x formats table over the examples
+    every format of every side has (empty when fewer than two formats)."""
+    formats = tuple(sorted(set.intersection(*(set(side) for side in sides))))
+    if len(formats) < 2:
+        return formats, []
+    common = set.intersection(*(set(side[f]) for side in sides for f in formats))
+    keys = sorted(common)
+    return formats, [np.array([[side[f][k] for f in formats] for k in keys]) for side in sides]
+
+
+def _spread(
+    unit: str, formats: tuple[int, ...], table: np.ndarray, draws: np.ndarray
+) -> FormatSpread:
+    means = table.mean(axis=0)
+    tail = (1 - CONFIDENCE) / 2
+    return FormatSpread(
+        unit=unit,
+        formats=formats,
+        accuracy=tuple(float(m) for m in means),
+        n=len(table),
+        spread=float(means.max() - means.min()),
+        low=float(np.quantile(draws, tail)),
+        high=float(np.quantile(draws, 1 - tail)),
+    )
+
+
+def _resampled(
+    tables: Sequence[np.ndarray], rng: np.random.Generator, resamples: int
+) -> list[np.ndarray]:
+    """Each table's spread under the same resamples of examples (paired across tables)."""
+    n = len(tables[0])
+    draws: list[list[np.ndarray]] = [[] for _ in tables]
+    for size in _chunks(resamples):
+        picks = rng.integers(0, n, size=(size, n))
+        for out, table in zip(draws, tables, strict=True):
+            out.append(_spreads(table, picks))
+    return [np.concatenate(d) for d in draws]
+
+
+def format_spreads(
+    tasks: Mapping[str, TaskInfo],
+    records: Mapping[str, Sequence[Record]],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> list[FormatSpread]:
+    """Every unit run in two or more formats (tasks named `TASK@fmtI`), by unit name."""
     rng = np.random.default_rng(seed)
     spreads = []
-    for unit, by_format in sorted(rates.items()):
-        formats = tuple(sorted(by_format))
-        common = set.intersection(*(set(by_format[f]) for f in formats))
-        if len(formats) < 2 or not common:
+    for unit, by_format in sorted(_rates(tasks, records).items()):
+        formats, tables = _table([by_format])
+        if not tables or not len(tables[0]):
             continue
-        keys = sorted(common)
-        table = np.array([[by_format[f][k] for f in formats] for k in keys])
-        means = table.mean(axis=0)
-        spread_b = np.concatenate([
-            _spreads(table, rng.integers(0, len(keys), size=(size, len(keys))))
-            for size in _chunks(resamples)
-        ])  # fmt: skip
+        [draws] = _resampled(tables, rng, resamples)
+        spreads.append(_spread(unit, formats, tables[0], draws))
+    return spreads
+
+
+@dataclass(frozen=True)
+class SpreadChange:
+    """One unit's formats on both sides of a gate, over the examples both have in every
+    format: reported, never gated (a minimum over K formats is biased)."""
+
+    unit: str
+    baseline: FormatSpread
+    candidate: FormatSpread
+    change: float
+    """Candidate's spread minus the baseline's."""
+    low: float
+    high: float
+    """95% paired-bootstrap interval of the change."""
+
+
+def spread_changes(
+    tasks: Mapping[str, TaskInfo],
+    baseline: Mapping[str, Sequence[Record]],
+    candidate: Mapping[str, Sequence[Record]],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> tuple[SpreadChange, ...]:
+    """Every unit in two or more formats: each side's accuracy per format and spread, and
+    the change in spread with an interval that resamples the same examples on both sides."""
+    rng = np.random.default_rng(seed)
+    before, after = _rates(tasks, baseline), _rates(tasks, candidate)
+    changes = []
+    for unit in sorted(set(before) & set(after)):
+        formats, tables = _table([before[unit], after[unit]])
+        if not tables or not len(tables[0]):
+            continue
+        draws = _resampled(tables, rng, resamples)
+        sides = [_spread(unit, formats, t, d) for t, d in zip(tables, draws, strict=True)]
+        delta = draws[1] - draws[0]
         tail = (1 - CONFIDENCE) / 2
-        spreads.append(
-            FormatSpread(
+        changes.append(
+            SpreadChange(
                 unit=unit,
-                formats=formats,
-                accuracy=tuple(float(m) for m in means),
-                n=len(keys),
-                spread=float(means.max() - means.min()),
-                low=float(np.quantile(spread_b, tail)),
-                high=float(np.quantile(spread_b, 1 - tail)),
+                baseline=sides[0],
+                candidate=sides[1],
+                change=sides[1].spread - sides[0].spread,
+                low=float(np.quantile(delta, tail)),
+                high=float(np.quantile(delta, 1 - tail)),
             )
         )
-    return spreads
+    return tuple(changes)
 
 
 CHUNK = 64

@@ -13,8 +13,10 @@ from regress.core.errors import ExitCode
 from regress.core.manifest import Manifest
 from regress.gate.choice_calibration import CalibrationResult
 from regress.gate.failure_rates import FailureRate
+from regress.gate.format_spread import SpreadChange
 from regress.gate.golden_rules import GoldenResult
 from regress.gate.policy import Policy
+from regress.gate.turns import TurnChange
 
 if TYPE_CHECKING:
     # Only a type here: the requirements module builds on this one.
@@ -369,6 +371,11 @@ class Comparison:
     """Set by `regress.gate.sequential.check_sequential`: the looks the gate took."""
     requirements: tuple[RequirementResult, ...] = ()
     """The policy's decision gates (`gates:`), each tested and decided."""
+    turns: tuple[TurnChange, ...] = ()
+    """Conversation units: each turn's pass rate on both sides (reported, not gated)."""
+    formats: tuple[SpreadChange, ...] = ()
+    """Units in several prompt formats: each side's spread and its change (reported, not
+    gated)."""
     schema_version: int = field(default=COMPARISON_SCHEMA_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
@@ -378,6 +385,9 @@ class Comparison:
             del data["sequential"]
         if not self.requirements:
             del data["requirements"]
+        for name in ("turns", "formats"):
+            if not data[name]:
+                del data[name]
         for unit in data["units"]:
             if unit["since"] is None:
                 del unit["since"]

@@ -176,7 +176,10 @@ def _arguments(request: Request) -> dict[str, Any]:
         knobs = {"top_p": (request.top_p, 1.0), "top_k": (request.top_k, 0)}
         knobs["min_p"] = (request.min_p, 0.0)
         gen |= {name: value for name, (value, off) in knobs.items() if value != off}
-    return {"arg_0": request.context, "arg_1": gen}
+    # A conversation's turn: its messages as lm-eval logs a chat prompt (JSON of the turns).
+    chat = [{"role": role, "content": text} for role, text in request.messages]
+    prompt = json.dumps(chat, ensure_ascii=False) if chat else request.context
+    return {"arg_0": prompt, "arg_1": gen}
 
 
 def _resp(result: AnyResult) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regress.gate.failure_rates import FailureRate
+from regress.gate.format_spread import FormatSpread
 from regress.gate.golden_rules import FRAGILE_MARGIN, GoldenResult
 from regress.gate.policy import Policy
 from regress.gate.requirements import RequirementResult
@@ -120,6 +121,8 @@ def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> s
         _subjects(comparison.units, subjects),
         _calibration(comparison),
         _generation_failures(comparison, docs),
+        _turns(comparison, docs),
+        _formats(comparison, docs),
     ]
     sections = [
         top,
@@ -934,6 +937,72 @@ def _generation_failures(comparison: Comparison, docs: _Docs) -> str:
         f"rate is the share of its samples. {rule}_"
     )
     return f"### Generation failure classes\n\n{table}\n\n{note}"
+
+
+def _turns(comparison: Comparison, docs: _Docs) -> str:
+    """Each conversation unit's pass rate per turn, baseline beside candidate."""
+    if not comparison.turns:
+        return ""
+    body = [
+        [
+            t.unit,
+            str(t.turn),
+            str(t.n),
+            _percent(t.baseline),
+            _percent(t.candidate),
+            f"{(t.candidate - t.baseline) * 100:+.1f} pts",
+            str(t.broke),
+            str(t.fixed),
+        ]
+        for t in comparison.turns
+    ]
+    table = _table(
+        ["unit", "turn", "n", "baseline", "candidate", "change", "broke", "fixed"],
+        body,
+        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
+    )
+    note = (
+        "_Share of conversations whose check at that turn passed "
+        f"({docs.cite('generation.md', 'conversations', 'Conversations')}). The gate's unit "
+        "is the conversation; per-turn changes are reported, not gated._"
+    )
+    return f"### Conversations, turn by turn\n\n{table}\n\n{note}"
+
+
+def _formats(comparison: Comparison, docs: _Docs) -> str:
+    """Each unit's prompt formats on both sides: worst, median and best, and the spread."""
+    if not comparison.formats:
+        return ""
+
+    def side(spread: FormatSpread) -> str:
+        return " / ".join(_percent(x) for x in (spread.worst, spread.median, spread.best))
+
+    body = [
+        [
+            f.unit,
+            str(len(f.baseline.formats)),
+            str(f.baseline.n),
+            side(f.baseline),
+            side(f.candidate),
+            f"{f.baseline.spread * 100:.1f} → {f.candidate.spread * 100:.1f} pts",
+            f"{f.change * 100:+.1f} [{f.low * 100:+.1f}, {f.high * 100:+.1f}]",
+        ]
+        for f in comparison.formats
+    ]
+    table = _table(
+        ["unit", "formats", "n", "baseline worst / median / best", "candidate", "spread",
+         "change [95% CI]"],
+        body,
+        ["---", "---:", "---:", "---:", "---:", "---:", "---:"],
+    )  # fmt: skip
+    note = (
+        "_Accuracy over the examples every format has on both sides "
+        f"({docs.cite('tasks.md', 'prompt-formats', 'Prompt formats')}); the change in "
+        "spread is resampled over the same examples on both sides. Each format is gated as a "
+        "unit above; the worst format and the spread are reported, not gated (a minimum over "
+        "formats is biased downwards)._"
+    )
+    return f"### Prompt formats\n\n{table}\n\n{note}"
 
 
 def _failures(units: Sequence[UnitResult]) -> str:

@@ -28,10 +28,12 @@ from regress.core.requests import (
     Request,
     request_hash,
 )
+from regress.run.conversation import conversation_outcome, converse
 from regress.run.failures import FailureClass, Generation, classify, failure_summary
 from regress.run.generation import GenerationSettings, read_answer
 from regress.run.passk import majority, repeat_aggregate, sample_metrics
 from regress.tasks.base import DataSource, Example, Scored, Task, doc_hash
+from regress.tasks.conversation import ConversationTask
 
 
 @dataclass(frozen=True)
@@ -147,14 +149,27 @@ def evaluate(
 
     if progress:
         progress(0, len(requests), n_examples)
-    answers = (run or (lambda reqs, p: dispatch(backend, reqs, p)))(requests, tick)
+    send = run or (lambda reqs, p: dispatch(backend, reqs, p))
+    # Every prompt known in advance goes in one call; conversations follow, turn by turn.
+    talks = [isinstance(spec.task, ConversationTask) for spec, _ in prepared]
+    known = [
+        r for t, per_task in zip(talks, sent, strict=True) if not t for rs in per_task for r in rs
+    ]
+    answers = iter(send(known, tick) if known else [])
+    conversations = [
+        (spec.task, e, spec.generation)
+        for (spec, examples), t in zip(prepared, talks, strict=True)
+        if t
+        for e in examples
+    ]
+    said = iter(converse(conversations, lambda reqs: send(reqs, tick), tick))  # type: ignore[arg-type]
     counter = getattr(backend, "count_tokens", None)
-    runs, offset = [], 0
-    for (spec, examples), per_task in zip(prepared, sent, strict=True):
-        per_example = []
-        for example_requests in per_task:
-            per_example.append(answers[offset : offset + len(example_requests)])
-            offset += len(example_requests)
+    runs = []
+    for (spec, examples), per_task, t in zip(prepared, sent, talks, strict=True):
+        if t:
+            per_example = [next(said) for _ in examples]
+        else:
+            per_example = [[next(answers) for _ in rs] for rs in per_task]
         runs.append(_task_run(spec, examples, per_example, counter))
     return runs
 
@@ -184,7 +199,9 @@ def _task_run(
     records: list[Record] = []
     generates = task.output_type == "generate_until"
     for example, answers in zip(examples, results, strict=True):
-        if _generates(example):
+        if isinstance(task, ConversationTask):
+            outcome, record = _conversation_record(spec, example, answers, counter)
+        elif _generates(example):
             outcome, record = _generation_record(spec, example, answers, counter)
         else:
             outcome, record = _record(task, example, answers)
@@ -363,6 +380,32 @@ def _generation_record(
         status=status,
     )
     return outcome, record
+
+
+def _conversation_record(
+    spec: TaskSpec,
+    example: Example,
+    answers: list[AnyResult],
+    counter: Callable[[str], int] | None,
+) -> tuple[Scored | None, Record]:
+    """A conversation: its turns judged per sample (`regress.run.conversation`)."""
+    base = _base(spec.task, example, answers, _sent(spec, example))
+    failed = _failed(base, answers)
+    if failed:
+        return None, failed
+    task = spec.task
+    assert isinstance(task, ConversationTask)
+    said = conversation_outcome(task, example, answers, spec.generation, counter)
+    truncated = any(getattr(a, "truncated", False) for a in answers)
+    record = Record(
+        **base,
+        pred=said.pred,
+        correct=said.correct,
+        metrics=said.metrics,
+        scores=said.scores,
+        status=Status.TRUNCATED if truncated else Status.OK,
+    )
+    return said.scored, record
 
 
 def _hashable(pred: Any) -> Any:

@@ -13,6 +13,9 @@ Every generation gets exactly one class, checked in this order:
 - `refusal`: the answer matches a refusal pattern (configurable);
 - `no_answer`: the task could extract no answer from it;
 - `answered`: none of these: an answer was extracted (right or wrong).
+
+A conversation's turn that fails its check after an earlier turn failed is `propagated`
+instead of `answered` or `no_answer` (`regress.run.conversation`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class FailureClass(StrEnum):
     REFUSAL = "refusal"
     NO_ANSWER = "no_answer"
     ANSWERED = "answered"
+    PROPAGATED = "propagated"
 
 
 FAILURES = tuple(c for c in FailureClass if c is not FailureClass.ANSWERED)
@@ -100,7 +104,9 @@ def failure_summary(records: Sequence[Record], primary: str | None) -> dict[str,
         else:
             classes.append(FailureClass.CRASH)
     total = max(len(classes), 1)
-    out = {f"failure_{c}": classes.count(c) / total for c in FailureClass}
+    # propagated only exists in conversations: other tasks' summaries stay as they were.
+    shown = [c for c in FailureClass if c is not FailureClass.PROPAGATED or c in classes]
+    out = {f"failure_{c}": classes.count(c) / total for c in shown}
     if primary is None:
         return out
     truncated = [FailureClass.TRUNCATED in r.scores.get("failure", []) for r in records]

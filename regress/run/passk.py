@@ -1,10 +1,12 @@
-"""Metrics over repeated samples of the same document: pass@k, maj@k and their spread.
+"""Metrics over repeated samples of the same document: pass@k, pass^k, maj@k and their spread.
 
 pass@k is the unbiased estimator of Chen et al. (2021, arXiv:2107.03374): with n samples of
 which c are correct, 1 - C(n-c, k) / C(n, k), computed as a running product so that large n
-never overflows. Task-level figures average the per-document values; their standard errors
-are clustered by document (Miller 2024, arXiv:2411.00640): the samples of one document are
-not independent, so the spread that counts is that of the per-document means.
+never overflows. pass^k (tau-bench, Yao et al. 2024: all of k samples right, C(c, k) / C(n, k))
+is the figure for a conversation that must work every time. Task-level figures average the
+per-document values; their standard errors are clustered by document (Miller 2024,
+arXiv:2411.00640): the samples of one document are not independent, so the spread that
+counts is that of the per-document means.
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         return 1.0
     # 1 - prod_{i = n-c+1}^{n} (1 - k / i): stable where the binomials would overflow.
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k (tau-bench, Yao et al. 2024): probability that all of k samples drawn without
+    replacement from n (c correct) are correct, C(c, k) / C(n, k)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass^k needs 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    if c < k:
+        return 0.0
+    # prod_{i=0}^{k-1} (c - i) / (n - i): stable where the binomials would overflow.
+    return float(np.prod((c - np.arange(k)) / (n - np.arange(k))))
 
 
 def majority(preds: Sequence[Hashable]) -> Hashable:

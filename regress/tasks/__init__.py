@@ -15,6 +15,7 @@ from regress.tasks.base import DataSource, Example, Scored, Task, doc_hash
 from regress.tasks.boolq import boolq_task
 from regress.tasks.builtin import GENERATORS, builtin_task
 from regress.tasks.constrained_writing import constrained_writing_task
+from regress.tasks.conversation import builtin_conversations
 from regress.tasks.gsm8k import Gsm8kTask
 from regress.tasks.hellaswag import hellaswag_task
 from regress.tasks.json_extraction import json_extraction_task
@@ -55,6 +56,7 @@ _FACTORIES: dict[str, Callable[[], Task]] = {
     "json_extraction": json_extraction_task,
     "constrained_writing": constrained_writing_task,
     "python_functions": python_functions_task,
+    "conversations": builtin_conversations,
 }
 
 _GROUPS: dict[str, list[str]] = {

@@ -1,5 +1,5 @@
 """Which tasks a run can name: the built-in library plus the user's own task YAML files
-(`--include-path`) and golden sets (`--golden`).
+(`--include-path`), golden sets and conversation sets (`--golden`).
 
 A loaded task or group may not reuse a built-in name, and two files may not define the same
 task: either would make the same name mean two prompts, so both are errors naming the files.
@@ -18,6 +18,7 @@ from typing import Any
 from regress.core.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, task_groups
 from regress.tasks.base import Task
+from regress.tasks.conversation import conversation_task, is_conversation_file
 from regress.tasks.formats import FormattedTask, prompt_format, split_name
 from regress.tasks.golden import GoldenTask, golden_task
 from regress.tasks.yaml_config import GroupFile, TaskFile, scan
@@ -129,11 +130,12 @@ def load_catalog(
         name: yaml_task(file, units.get(name)) for name, file in by_name.items()
     }
     for path in golden:
-        task = golden_task(Path(path))
+        jsonl = Path(path)
+        task = conversation_task(jsonl) if is_conversation_file(jsonl) else golden_task(jsonl)
         owners = {n: getattr(t, "path", Path("?")) for n, t in loaded.items()}
-        _claim(task.name, task.path, builtin_names, owners)
+        _claim(task.name, jsonl, builtin_names, owners)
         loaded[task.name] = task
-        files[str(Path(path).expanduser().resolve())] = (task.name,)
+        files[str(jsonl.expanduser().resolve())] = (task.name,)
     return TaskCatalog(loaded=loaded, groups=groups, files=files)
 
 

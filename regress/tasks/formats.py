@@ -98,6 +98,8 @@ class PromptFormat:
     def request(self, request: Request) -> Request:
         """A request with its prompt (and a generation's stop strings) in this format."""
         if isinstance(request, GenerateRequest):
+            if request.messages:
+                raise BadInput("prompt formats rewrite one prompt; a conversation has no formats")
             until = tuple(self.stop(u) for u in request.until)
             return replace(request, context=self.text(request.context), until=until)
         if isinstance(request, LoglikelihoodRequest):

@@ -27,7 +27,7 @@ from the old file is refused until it is recreated.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,20 +59,36 @@ METRICS = ("pass", "must_pass")
 
 def read_golden(path: Path) -> list[Doc]:
     """The items of a golden-set file, checked and normalised (defaults filled in)."""
+    return read_set(path, _item, "golden set")
+
+
+def read_set(path: Path, parse: Callable[[Any, str], Doc], what: str) -> list[Doc]:
+    """A JSONL file of items with unique ids, each checked by `parse(row, where)`."""
     if not path.is_file():
-        raise BadInput(f"golden set {path} does not exist")
+        raise BadInput(f"{what} {path} does not exist")
     items: list[Doc] = []
     seen: dict[str, int] = {}
     for number, row in enumerate(read_jsonl(path), start=1):
         where = f"{path}: item {number}"
-        item = _item(row, where)
+        item = parse(row, where)
         if item["id"] in seen:
             raise BadInput(f"{where}: id {item['id']!r} repeats item {seen[item['id']]}")
         seen[item["id"]] = number
         items.append(item)
     if not items:
-        raise BadInput(f"golden set {path} has no items")
+        raise BadInput(f"{what} {path} has no items")
     return items
+
+
+def item_flags(row: dict[str, Any], where: str) -> Doc:
+    """An item's `tags` (strings) and `must_pass` (a boolean), checked, defaults filled."""
+    tags = row.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise BadInput(f"{where}: `tags` must be a list of strings")
+    must_pass = row.get("must_pass", False)
+    if not isinstance(must_pass, bool):
+        raise BadInput(f"{where}: `must_pass` must be true or false")
+    return {"tags": tags, "must_pass": must_pass}
 
 
 def _item(row: dict[str, Any], where: str) -> Doc:
@@ -88,13 +104,7 @@ def _item(row: dict[str, Any], where: str) -> Doc:
     for key in ("id", "input"):
         if not isinstance(row.get(key), str) or not row[key]:
             raise BadInput(f"{where}: `{key}` must be a non-empty string")
-    tags = row.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise BadInput(f"{where}: `tags` must be a list of strings")
-    must_pass = row.get("must_pass", False)
-    if not isinstance(must_pass, bool):
-        raise BadInput(f"{where}: `must_pass` must be true or false")
-    item: Doc = {"id": row["id"], "input": row["input"], "tags": tags, "must_pass": must_pass}
+    item: Doc = {"id": row["id"], "input": row["input"], **item_flags(row, where)}
     if kind == "choices":
         return item | _choice_item(row, where)
     return item | _generate_item(row, where)
@@ -115,7 +125,8 @@ def _choice_item(row: dict[str, Any], where: str) -> Doc:
     return {"choices": choices, "answer": answer}
 
 
-def _generate_item(row: dict[str, Any], where: str) -> Doc:
+def match_rule(row: dict[str, Any], where: str) -> Doc:
+    """`expected` (as a list), `match` and `ignore_case` of an item, checked, defaults filled."""
     expected = row["expected"]
     expected = [expected] if isinstance(expected, str) else expected
     if (
@@ -131,21 +142,30 @@ def _generate_item(row: dict[str, Any], where: str) -> Doc:
         for pattern in expected:
             safe_regex.check(pattern, f"{where}: regex")
     ignore_case = row.get("ignore_case", False)
-    max_tokens = row.get("max_tokens", MAX_TOKENS)
-    until = row.get("until", list(UNTIL))
     if not isinstance(ignore_case, bool):
         raise BadInput(f"{where}: `ignore_case` must be true or false")
+    return {"expected": expected, "match": match, "ignore_case": ignore_case}
+
+
+def generation_limits(row: dict[str, Any], where: str, until: Sequence[str]) -> Doc:
+    """`max_tokens` and `until` of an item, checked, defaults (MAX_TOKENS, `until`) filled."""
+    max_tokens = row.get("max_tokens", MAX_TOKENS)
+    stops = row.get("until", list(until))
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise BadInput(f"{where}: `max_tokens` must be a whole number >= 1")
-    if not isinstance(until, list) or not all(isinstance(u, str) and u for u in until):
+    if not isinstance(stops, list) or not all(isinstance(u, str) and u for u in stops):
         raise BadInput(f"{where}: `until` must be a list of non-empty strings")
-    return {
-        "expected": expected,
-        "match": match,
-        "ignore_case": ignore_case,
-        "max_tokens": max_tokens,
-        "until": until,
-    }
+    return {"max_tokens": max_tokens, "until": stops}
+
+
+def _generate_item(row: dict[str, Any], where: str) -> Doc:
+    return match_rule(row, where) | generation_limits(row, where, UNTIL)
+
+
+def must_pass_rate(scored: Sequence[Scored], metric: str) -> dict[str, float]:
+    """`must_pass_rate`: the mean of `metric` over the must-pass items (none: empty)."""
+    must = [s.metrics[metric] for s in scored if s.metrics.get("must_pass")]
+    return {"must_pass_rate": sum(must) / len(must)} if must else {}
 
 
 def matches(answer: str, item: Doc) -> bool:
@@ -242,11 +262,9 @@ class GoldenTask:
 
     def aggregate(self, scored: Sequence[Scored]) -> dict[str, float]:
         """Pass rate over all items, and over the must-pass ones."""
-        out = mean_with_stderr("pass", [s.metrics["pass"] for s in scored])
-        must = [s.metrics["pass"] for s in scored if s.metrics["must_pass"]]
-        if must:
-            out["must_pass_rate"] = sum(must) / len(must)
-        return out
+        return mean_with_stderr("pass", [s.metrics["pass"] for s in scored]) | must_pass_rate(
+            scored, "pass"
+        )
 
     def config(self) -> dict[str, Any]:
         """The golden set's settings, shaped like an lm-eval results `configs` entry."""

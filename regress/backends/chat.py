@@ -1,0 +1,80 @@
+"""Which chat template turns a conversation's messages into a prompt.
+
+A model's own template (a GGUF's `tokenizer.chat_template`, a tokenizer's `chat_template`)
+is used unless the run names another with the backend setting `chat_template`: a template
+shipped here (`chatml`, `gemma`) or a Jinja file in Hugging Face's chat-template dialect. A
+model without one (the packaged Gemma 3 270M is the base model: its GGUF has none) needs the
+setting. The template given is part of the runtime fingerprint (its sha256 decides the
+prompt), so results rendered by one template are never replayed for another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from regress.core.errors import BadInput
+
+SHIPPED = {
+    # ChatML, as SmolLM2 and Qwen write their turns.
+    "chatml": (
+        "{% for message in messages %}"
+        "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    ),
+    # Gemma's turns (user and model; no system role, so a system message opens the first
+    # user turn), after the beginning-of-sequence token.
+    "gemma": (
+        "{{ bos_token }}"
+        "{% set first = messages[0] %}"
+        "{% set system = first['content'] + '\\n\\n' if first['role'] == 'system' else '' %}"
+        "{% for message in messages if message['role'] != 'system' %}"
+        "{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else 'user') + '\\n' }}"
+        "{{ (system if loop.first else '') + message['content'] | trim + '<end_of_turn>\\n' }}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+    ),
+}
+"""Templates written for regress, by name."""
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """A chat template's text and where it came from."""
+
+    source: str
+    """`model` (the model's own), a shipped name, or a file path."""
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the template text: what decides the rendered prompt."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+def chat_template(setting: str | None, own: str | None, model: str) -> ChatTemplate | None:
+    """The template a run uses: the `chat_template` setting (a shipped name or a file), else
+    the model's own; None when there is neither (a conversation then fails with `missing`)."""
+    if setting is None:
+        return ChatTemplate("model", own) if own else None
+    if setting in SHIPPED:
+        return ChatTemplate(setting, SHIPPED[setting])
+    path = Path(setting).expanduser()
+    if not path.is_file():
+        names = ", ".join(SHIPPED)
+        raise BadInput(f"chat_template {setting!r} is neither a template name ({names}) nor a file")
+    try:
+        return ChatTemplate(str(path), path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"chat_template {path}: cannot read ({exc})") from exc
+
+
+def missing(model: str) -> str:
+    """The error for a conversation on a model without a chat template."""
+    names = ", ".join(SHIPPED)
+    return (
+        f"{model} has no chat template, which a conversation needs: pass "
+        f"--model-args chat_template=NAME ({names}) or chat_template=FILE.jinja"
+    )
