@@ -12,7 +12,8 @@ skipped):
 2. a baseline of SmolLM2 in the same K formats (`regress baseline create --formats K`);
 3. its Q4_0 and IQ3_S requantizations gated against it (`regress check`): each format is a
    unit, Holm-corrected across them; the verdict per format beside the verdict format 0
-   (the task as lm-eval writes it) alone would have given.
+   (the task as lm-eval writes it) alone would have given, and the pooled unit's
+   (`formats: {pooled: true}`, judged from the same records).
 
 Prints Markdown tables and the CPU flags llama.cpp reports.
 """
@@ -104,8 +105,9 @@ def main() -> None:
             print(f"| {model} | {s.unit} | {s.n} | {per} | {s.worst:.1%} | {s.median:.1%} | "
                   f"{s.best:.1%} | {s.spread * 100:.1f} pts [{s.low * 100:.1f}, "
                   f"{s.high * 100:.1f}] |")  # fmt: skip
-    print("\n| candidate | gate verdict | per format: Δ pts, verdict | format 0 alone |")
-    print("|---|---|---|---|")
+    print("\n| candidate | gate verdict | per format: Δ pts, verdict | format 0 alone | with "
+          "`formats: {pooled: true}`: pooled Δ pts, verdict; gate |")  # fmt: skip
+    print("|---|---|---|---|---|")
     base = read_run(store / "main")
     for kind, report in reports.items():
         data = json.loads(report.read_text())
@@ -117,7 +119,10 @@ def main() -> None:
         cand = read_run(work / f"run-{kind}")
         zero = [t for t in base.manifest.tasks if t.endswith("@fmt0")]
         alone = compare(_only(base, zero), _only(cand, zero), Policy())
-        print(f"| {kind} | {data['verdict']} | {per} | {alone.verdict} |")
+        pooled = compare(base, cand, Policy(pool_formats=True))
+        [unit] = [u for u in pooled.units if u.name.endswith("@pooled")]
+        both = f"{unit.delta * 100:+.1f} {unit.verdict}; {pooled.verdict}"
+        print(f"| {kind} | {data['verdict']} | {per} | {alone.verdict} | {both} |")
 
 
 def _only(run, tasks):

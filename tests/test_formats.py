@@ -13,12 +13,12 @@ import pytest
 from test_compare import info, record, run
 
 from regress.core.errors import BadInput
-from regress.core.records import Record
+from regress.core.records import Record, Status
 from regress.gate.compare import compare
 from regress.gate.format_spread import format_spreads
 from regress.gate.operating import _exact
-from regress.gate.policy import Policy
-from regress.gate.stats import adjust_pvalues
+from regress.gate.policy import Policy, parse_policy
+from regress.gate.stats import adjust_pvalues, paired_mean_test
 from regress.report.markdown import render_markdown
 from regress.run.suite import load_suite
 from regress.tasks import DataSource
@@ -176,3 +176,80 @@ def test_the_per_format_gate_holds_one_alpha_at_the_margin():
     assert size <= 0.05 + 2 * (0.05 * 0.95 / runs) ** 0.5
     power = sum(regressed([0.10, 0.0, 0.0, 0.0]) for _ in range(200)) / 200
     assert power >= 0.9
+
+
+def _correlated_formats(
+    rng: np.random.Generator, n: int, k: int, drop: float, disc: float, share: float = 0.7
+):
+    """An example's k formats share its fate with probability `share` (one draw of the four
+    cells: wrong/wrong, right/right, right/wrong, wrong/right), else draw their own; every
+    format's drop is `drop` in expectation. Returns baseline and candidate, examples x k."""
+    probs = [0.45, 0.55 - disc, (disc + drop) / 2, (disc - drop) / 2]
+    shared = rng.choice(4, size=(n, 1), p=probs)
+    own = rng.choice(4, size=(n, k), p=probs)
+    cells = np.where(rng.random((n, 1)) < share, shared, own)
+    return np.isin(cells, (1, 2)), np.isin(cells, (1, 3))
+
+
+def test_a_pooled_unit_pairs_each_examples_mean_over_its_formats():
+    """`formats: {pooled: true}` adds `UNIT@pooled` beside the per-format units: one value per
+    example (its accuracy over the formats), tested by the score units' bootstrap-t against
+    max_drop, and Holm-corrected with the formats."""
+    base, cand = _correlated_formats(np.random.default_rng(5), 300, 3, 0.03, 0.08)
+    names = [f"t@fmt{i}" for i in range(3)]
+    infos = [info(name, f"u@fmt{i}") for i, name in enumerate(names)]
+    before = {name: _records(name, base[:, i]) for i, name in enumerate(names)}
+    after = {name: _records(name, cand[:, i]) for i, name in enumerate(names)}
+    before["t@fmt1"][7] = dataclasses.replace(before["t@fmt1"][7], status=Status.ERROR)
+    result = compare(run("a", before, infos), run("b", after, infos), Policy(pool_formats=True))
+    units = {u.name: u for u in result.units}
+    assert sorted(units) == ["u@fmt0", "u@fmt1", "u@fmt2", "u@pooled"]
+    pooled = units["u@pooled"]
+    base_means = base.mean(axis=1)
+    base_means[7] = (base[7, 0] + base[7, 2]) / 3  # the failed example is wrong in format 1
+    test = paired_mean_test(base_means, cand.mean(axis=1), margin=0.02)
+    assert pooled.n == 300 and pooled.baseline == pytest.approx(base_means.mean())
+    assert pooled.pvalue == pytest.approx(test.margin_pvalue)
+    raw = [units[f"u@fmt{i}"].pvalue for i in range(3)] + [pooled.pvalue]
+    adjusted = [units[f"u@fmt{i}"].adjusted_pvalue for i in range(3)] + [pooled.adjusted_pvalue]
+    assert adjusted == pytest.approx(adjust_pvalues(raw))
+    assert "formats" in Policy(pool_formats=True).to_dict()
+
+
+def test_the_pooled_test_holds_alpha_at_the_margin_and_sees_a_drop_in_every_format():
+    """Seeded simulation of the family the gate forms (4 formats' margin tests plus the pooled
+    bootstrap-t, Holm): at a drop of exactly max_drop in every format, whether an example's
+    formats share its fate 70% of the time or never, a REGRESSION in at most alpha of the
+    runs; at a 4-point drop in every format, formats drawn apart, pooling catches many runs
+    that no single format shows (when formats mostly share an example's fate, a format that
+    shows the drop shows it alone, and pooling adds little)."""
+    rng = np.random.default_rng(31)
+    n, k, disc, margin = 300, 4, 0.10, 0.02
+
+    def family(drop: float, share: float) -> tuple[bool, bool]:
+        base, cand = _correlated_formats(rng, n, k, drop, disc, share)
+        per_format = [
+            _exact(int((base[:, i] & ~cand[:, i]).sum()), int((~base[:, i] & cand[:, i]).sum()),
+                   n, margin)
+            for i in range(k)
+        ]  # fmt: skip
+        pooled = paired_mean_test(base.mean(axis=1), cand.mean(axis=1), margin, resamples=999)
+        adjusted = adjust_pvalues([*per_format, pooled.margin_pvalue])
+        return min(adjusted) < 0.05, min(adjusted[:-1]) < 0.05
+
+    runs = 300
+    for share in (0.7, 0.0):
+        size = sum(family(margin, share)[0] for _ in range(runs)) / runs
+        assert size <= 0.05 + 2 * (0.05 * 0.95 / runs) ** 0.5
+    outcomes = [family(0.04, 0.0) for _ in range(100)]
+    caught, by_a_format = sum(c for c, _ in outcomes), sum(f for _, f in outcomes)
+    assert caught >= by_a_format + 10
+
+
+def test_pooling_formats_is_a_policy_key_that_refuses_another_metric():
+    assert parse_policy({"formats": {"pooled": True}}).pool_formats is True
+    with pytest.raises(BadInput, match="formats.pooled"):
+        parse_policy({"formats": {"pooled": "yes"}})
+    base, cand = _format_runs(2, 50, 0.0, 0.05, np.random.default_rng(1))
+    with pytest.raises(BadInput, match="cannot pair on metric"):
+        compare(base, cand, Policy(pool_formats=True, metric="acc"))

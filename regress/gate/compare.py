@@ -51,6 +51,8 @@ from regress.gate.drop_tests import (
     StudentizedShift,
 )
 from regress.gate.failure_rates import FailureRate, failure_rates, generates, refusal_share
+from regress.gate.format_pool import SUFFIX as POOLED
+from regress.gate.format_pool import pooled
 from regress.gate.format_spread import spread_changes
 from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
 from regress.gate.margin_test import Side
@@ -198,6 +200,8 @@ def judge(
 
     `latency` holds the candidate's bench timings for a `ttft_ms` decision gate.
     """
+    if policy.pool_formats:
+        paired = _with_pooled(paired, policy)
     pairs, unpaired, tasks = paired.pairs, paired.unpaired, paired.tasks
     warnings = list(paired.warnings)
     design = baseline.manifest.proxy
@@ -288,6 +292,18 @@ def judge(
     )
 
 
+def _with_pooled(paired: Paired, policy: Policy) -> Paired:
+    """The pairing with a pooled unit for every unit in several prompt formats."""
+    if policy.metric is not None:
+        raise BadInput(
+            "formats.pooled averages each example's primary outcome over its formats; it "
+            f"cannot pair on metric {policy.metric!r}: drop one of the two policy keys"
+        )
+    tasks, pairs = pooled(paired.tasks, paired.pairs)
+    every = sorted((*paired.tasks, *tasks), key=lambda t: t.name)
+    return replace(paired, tasks=tuple(every), pairs={**paired.pairs, **pairs})
+
+
 def _requirement(
     requirement: Requirement,
     units: dict[str, list[TaskInfo]],
@@ -299,7 +315,9 @@ def _requirement(
     or its refusal share."""
     if requirement.unit is not None and requirement.unit not in units:
         return measure(requirement, None, f"the suite has no unit {requirement.unit!r}")
-    names = [requirement.unit] if requirement.unit else [n for n in units if unit_policies[n].gate]
+    # A pooled unit holds the same examples as its formats: counted once, in them.
+    gated = [n for n in units if unit_policies[n].gate and not n.endswith(POOLED)]
+    names = [requirement.unit] if requirement.unit else gated
     refusals = requirement.metric is Metric.REFUSAL_RATE
     values: list[float] = []
     generated = False

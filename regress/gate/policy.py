@@ -191,6 +191,10 @@ class Policy:
     gates: tuple[Requirement, ...] = ()
     """Decision gates: absolute requirements on the candidate, each a one-sided test in the
     gate's families (regress.gate.requirements)."""
+    pool_formats: bool = False
+    """Units in several prompt formats also get one pooled unit each (`UNIT@pooled`): every
+    example's accuracy averaged over its formats, so the test clusters on the example
+    (regress.gate.format_pool); False gates the formats one by one only."""
     notices: tuple[str, ...] = field(default=(), compare=False)
     """Lines the report repeats about how the policy was read (a key whose default changed)."""
 
@@ -255,6 +259,7 @@ class Policy:
                 else {}
             ),
             **({"gates": _gates_dict(self.gates)} if self.gates else {}),
+            **({"formats": {"pooled": True}} if self.pool_formats else {}),
             # The latency gate's key only when set: accuracy reports print this dict.
             **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
@@ -303,9 +308,9 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
     """Build a Policy from a parsed YAML mapping; `where` names the file in errors."""
     reader = _Reader(where)
     top = reader.mapping(data, "")
-    nested = {"max_relative_increase", "max_relative_drop", "max_slowdown"}
+    nested = {"max_relative_increase", "max_relative_drop", "max_slowdown", "pool_formats"}
     known = {f.name for f in fields(Policy)} - nested - {"notices"}
-    known |= {"perplexity", "golden", "speed"}
+    known |= {"perplexity", "golden", "speed", "formats"}
     reader.no_unknown(top, known, "")
     values: dict[str, Any] = {}
     for key in ("alpha", "power"):
@@ -342,6 +347,11 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
         reader.no_unknown(speed, {"max_slowdown"}, "speed.")
         if "max_slowdown" in speed:
             values["max_slowdown"] = reader.positive(speed["max_slowdown"], "speed.max_slowdown")
+    if "formats" in top:
+        formats = reader.mapping(top["formats"], "formats")
+        reader.no_unknown(formats, {"pooled"}, "formats.")
+        if "pooled" in formats:
+            values["pool_formats"] = reader.flag(formats["pooled"], "formats.pooled")
     if "golden" in top:
         golden = reader.mapping(top["golden"], "golden")
         reader.no_unknown(golden, {"max_relative_drop"}, "golden.")
@@ -432,9 +442,7 @@ def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:
     if "rule" in entry:
         values["rule"] = reader.choice(entry["rule"], f"{key}.rule", Rule)
     if "gate" in entry:
-        if not isinstance(entry["gate"], bool):
-            reader.fail(f"{key}.gate", entry["gate"], "true or false")
-        values["gate"] = entry["gate"]
+        values["gate"] = reader.flag(entry["gate"], f"{key}.gate")
     return UnitPolicy(**values)
 
 
@@ -487,6 +495,11 @@ class _Reader:
 
     def name(self, value: Any, key: str) -> str:
         return self.text(value, key, "a metric name")
+
+    def flag(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, value, "true or false")
+        return value
 
     def text(self, value: Any, key: str, what: str) -> str:
         if not isinstance(value, str) or not value:
