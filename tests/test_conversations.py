@@ -34,7 +34,7 @@ from regress.run.generation import GenerationSettings
 from regress.run.passk import pass_hat_k
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource
-from regress.tasks.catalog import load_catalog
+from regress.tasks.catalog import BUILTIN, load_catalog
 from regress.tasks.conversation import (
     ConversationTask,
     cluster_interval,
@@ -42,7 +42,7 @@ from regress.tasks.conversation import (
     judge_turn,
     read_conversations,
 )
-from regress.tasks.formats import FormattedTask
+from regress.tasks.formats import FormattedTask, formatted_names
 
 
 class Scripted:
@@ -309,6 +309,9 @@ def test_a_conversation_has_no_prompt_formats() -> None:
     [task] = get_tasks(["conversations"])
     with pytest.raises(BadInput, match="no formats"):
         FormattedTask(task, 1).examples(DataSource(), limit=1)
+    # A suite in K formats runs its conversations once, as they are.
+    tasks = BUILTIN.get(formatted_names(["conversations", "builtin_dates"], 2))
+    assert [t.name for t in tasks] == ["conversations", "builtin_dates@fmt0", "builtin_dates@fmt1"]
 
 
 def test_chat_templates_resolve_by_name_file_or_the_models_own(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from regress.core.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, task_groups
 from regress.tasks.base import Task
-from regress.tasks.conversation import conversation_task, is_conversation_file
+from regress.tasks.conversation import ConversationTask, conversation_task, is_conversation_file
 from regress.tasks.formats import FormattedTask, prompt_format, split_name
 from regress.tasks.golden import GoldenTask, golden_task
 from regress.tasks.yaml_config import GroupFile, TaskFile, scan
@@ -54,7 +54,11 @@ class TaskCatalog:
             if split_name(base) is not None:
                 raise BadInput(f"{name}: one format per task (`{base}` already names one)")
             prompt_format(index)  # a format the grammar has
-            return [FormattedTask(task, index) for task in self._expand(base)]
+            # A conversation has no prompt to reformat: it runs once, as it is.
+            return [
+                task if isinstance(task, ConversationTask) else FormattedTask(task, index)
+                for task in self._expand(base)
+            ]
         if name in self.loaded:
             return [self.loaded[name]]
         if name in self.groups:
