@@ -256,11 +256,6 @@ class ConversationTask:
         default_factory=lambda: {"conv_pass": True, "turn_pass": True, "turns_before_failure": True}
     )
 
-    @property
-    def must_pass(self) -> dict[int, str]:
-        """doc_id -> id of every must-pass conversation."""
-        return {i: item["id"] for i, item in enumerate(self.items) if item["must_pass"]}
-
     def effective_fewshot(self, num_fewshot: int | None) -> int:
         """Always 0: a conversation is its own context."""
         return 0
