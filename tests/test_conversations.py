@@ -319,6 +319,11 @@ def test_chat_templates_resolve_by_name_file_or_the_models_own(tmp_path: Path) -
     assert chat_template(None, None, "m.gguf") is None
     gemma = chat_template("gemma", None, "m.gguf")
     assert gemma.text == SHIPPED["gemma"] and len(gemma.sha256) == 64
+    # Only a named template enters the fingerprint: the model's own is part of its file.
+    assert gemma.recorded() == ({"chat_template": "gemma"}, {"chat_template_sha256": gemma.sha256})
+    assert chat_template(None, "{{ x }}", "m.gguf").recorded() == ({}, {})
+    with pytest.raises(BadInput, match="chat_template must be str"):
+        chat_template(3, None, "m.gguf")  # type: ignore[arg-type]
     file = tmp_path / "t.jinja"
     file.write_text("{{ messages[0]['content'] }}")
     assert chat_template(str(file), "own", "m.gguf").text == file.read_text()

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from regress.backends.base import setting as checked
 from regress.core.errors import BadInput
 
 SHIPPED = {
@@ -53,12 +55,21 @@ class ChatTemplate:
         """sha256 of the template text: what decides the rendered prompt."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
+    def recorded(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The fingerprint's `params` and `build` entries: the setting and the text's sha256
+        for a template the run named; nothing for the model's own (its file's sha256 covers
+        it)."""
+        if self.source == "model":
+            return {}, {}
+        return {"chat_template": self.source}, {"chat_template_sha256": self.sha256}
+
 
 def chat_template(setting: str | None, own: str | None, model: str) -> ChatTemplate | None:
     """The template a run uses: the `chat_template` setting (a shipped name or a file), else
     the model's own; None when there is neither (a conversation then fails with `missing`)."""
     if setting is None:
         return ChatTemplate("model", own) if own else None
+    checked("chat_template", setting, str)
     if setting in SHIPPED:
         return ChatTemplate(setting, SHIPPED[setting])
     path = Path(setting).expanduser()

@@ -124,9 +124,6 @@ class HFBackend:
         self.add_bos_token = (
             _tokenizer_adds_bos(self.tokenizer) if add_bos_token is None else add_bos_token
         )
-        if chat_template is not None:
-            setting("chat_template", chat_template, str)
-        self._chat_setting = chat_template
         self._chat = resolve_template(chat_template, self.tokenizer.chat_template, folder.name)
         self._available_memory = psutil.virtual_memory().available
         self._head_only = self._head_reproduces_logits()
@@ -274,6 +271,7 @@ class HFBackend:
         """Library versions, every load setting that can change a log-prob, and the kernels
         torch dispatches to on this CPU."""
         threads = torch.get_num_threads()
+        chat_params, chat_build = self._chat.recorded() if self._chat else ({}, {})
         return RuntimeFingerprint(
             name=self.name,
             version=transformers.__version__,
@@ -288,7 +286,7 @@ class HFBackend:
                 "prefix_cache": self.prefix_cache,
                 # torch's OpenMP threads wait as llama.cpp's do: speed only, recorded alike.
                 "openmp_waiting": openmp_waiting(),
-                **({"chat_template": self._chat_setting} if self._chat_setting else {}),
+                **chat_params,
             },
             libraries={"torch": torch.__version__},
             hardware=HardwarePath(
@@ -296,10 +294,7 @@ class HFBackend:
                 cpu=this_cpu(),
                 threads=threads,
             ),
-            # A model's own template is part of its files; only a given one is added.
-            build={"chat_template_sha256": self._chat.sha256}
-            if self._chat_setting and self._chat
-            else {},
+            build=chat_build,
         )
 
     def close(self) -> None:

@@ -110,9 +110,6 @@ class LlamaCppBackend:
         )
         bos, eos = self._llm.token_bos(), self._llm.token_eos()
         self._prefix_token = bos if bos >= 0 else eos
-        if chat_template is not None:
-            setting("chat_template", chat_template, str)
-        self._chat_setting = chat_template
         self._chat = resolve_template(chat_template, meta.get("tokenizer.chat_template"), path.name)
         self._formatter: Any = None
         self._version = llama_cpp.__version__
@@ -416,6 +413,7 @@ class LlamaCppBackend:
 
     def fingerprint(self) -> RuntimeFingerprint:
         """Version, load parameters and the CPU build's kernels: all can change log-probs."""
+        chat_params, chat_build = self._chat.recorded() if self._chat else ({}, {})
         return RuntimeFingerprint(
             name=self.name,
             version=self._version,
@@ -426,7 +424,7 @@ class LlamaCppBackend:
                 "add_bos_token": self.add_bos,
                 "prefix_reuse": self.prefix_reuse,
                 "openmp_waiting": openmp_waiting(),
-                **self._template_params(),
+                **chat_params,
             },
             hardware=HardwarePath(
                 kernels=llama_kernels(self._system_info), cpu=this_cpu(), threads=self.threads
@@ -435,17 +433,9 @@ class LlamaCppBackend:
                 "system_info": self._system_info,
                 # How a request's scored positions are batched decides their floats.
                 "scoring": "single-pass" if self._sliding and not self.prefix_reuse else "split-2",
-                **self._template_build(),
+                **chat_build,
             },
         )
-
-    def _template_params(self) -> dict[str, Any]:
-        return {"chat_template": self._chat_setting} if self._chat_setting else {}
-
-    def _template_build(self) -> dict[str, Any]:
-        # A model's own template is part of its file (its sha256); only a given one is added.
-        given = self._chat if self._chat_setting else None
-        return {"chat_template_sha256": given.sha256} if given else {}
 
     def close(self) -> None:
         """Free the model and its context now rather than at garbage collection."""
