@@ -13,8 +13,8 @@ from regress.tasks.mmlu import SUBJECTS
 
 def test_every_listed_task_builds_with_its_own_name() -> None:
     names = list_tasks()
-    # MMLU, lm-eval tasks, builtin_*, code-judged sets, conversations
-    assert len(names) == 57 + 9 + 5 + 3 + 1
+    # MMLU, lm-eval tasks, builtin_*, code-judged sets, open answers, conversations
+    assert len(names) == 57 + 9 + 5 + 3 + 1 + 1
     assert [t.name for t in get_tasks(names)] == names
 
 

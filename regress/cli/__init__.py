@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "regress.cli.history:history",
         "Draw the gate's history file (`check --record-history`) as one offline page.",
     ),
+    "judge": (
+        "regress.cli.judge:judge",
+        "Audit an LLM judge against people: a blind sample to label, then agreement and win rate.",
+    ),
     "merge": (
         "regress.cli.merge:merge",
         "Join the runs of `--shard i/n` into one, deterministically.",

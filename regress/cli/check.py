@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from dataclasses import replace
@@ -31,7 +32,13 @@ from regress.cli.common import (
 )
 from regress.core.manifest import Run
 from regress.core.store import Store, check_replaceable, read_run, write_run
-from regress.gate.check import CandidateModel, CheckOptions, Rebaseline, candidate_plan
+from regress.gate.check import (
+    CandidateModel,
+    CheckOptions,
+    CheckResult,
+    Rebaseline,
+    candidate_plan,
+)
 from regress.gate.check import check as gate_check
 from regress.gate.policy import load_policy
 from regress.gate.results import Comparison
@@ -72,6 +79,13 @@ from regress.run.lm_eval_import import read_lm_eval_run
     "--report-md", type=click.Path(path_type=Path), help="Write the Markdown report here."
 )
 @click.option("--report-json", type=click.Path(path_type=Path), help="Write the JSON report here.")
+@click.option(
+    "--judgements",
+    "judgements_path",
+    type=click.Path(path_type=Path),
+    help="Write the policy judge's verdicts here, one JSON line per judged example "
+    "(`regress judge sample` and `audit` read it).",
+)
 @click.option(
     "--allow-mismatch",
     is_flag=True,
@@ -146,6 +160,7 @@ def check(
     policy_path: Path | None,
     report_md: Path | None,
     report_json: Path | None,
+    judgements_path: Path | None,
     allow_mismatch: bool,
     allow_backend_change: bool,
     rebaseline: str,
@@ -226,7 +241,7 @@ def check(
         ttft_ms=ttft_ms,
     )
     if model is None:
-        result, ran = _check_files(base, candidate_run, candidate_samples, options)
+        checked = _check_files(base, candidate_run, candidate_samples, options)
     else:
         candidate = CandidateModel(model, backend, parse_args(model_args))
         if shard:
@@ -238,7 +253,10 @@ def check(
         checked = gate_check(base, candidate, options, progress_bar)
         if save_run:
             write_run(checked.candidate, save_run)
-        result, ran = checked.comparison, checked.candidate
+    result, ran = checked.comparison, checked.candidate
+    if judgements_path is not None:
+        lines = (json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in checked.judgements)
+        write_report(judgements_path, "".join(lines))
     if record_history is not None:
         entry = history_entry(result, base, ran, current_commit(), datetime.now(UTC))
         append_history(record_history, entry)
@@ -248,23 +266,22 @@ def check(
 
 def _check_files(
     base: Run, candidate_run: Path | None, samples: Path | None, options: CheckOptions
-) -> tuple[Comparison, Run]:
+) -> CheckResult:
     """Gate a stored run, or an lm-eval run read from its sample files."""
     if candidate_run is not None:
-        stored = read_run(candidate_run)
-        return gate_check(base, stored, options).comparison, stored
+        return gate_check(base, read_run(candidate_run), options)
     assert samples is not None
     # The user chose these files, so a backend change needs no opt-in; it is still noise.
-    candidate = read_lm_eval_run(samples, "candidate")
-    result = gate_check(base, candidate, options).comparison
-    theirs, ours = candidate.manifest.backend.name, base.manifest.backend.name
+    checked = gate_check(base, read_lm_eval_run(samples, "candidate"), options)
+    theirs, ours = checked.candidate.manifest.backend.name, base.manifest.backend.name
     if theirs == ours:
-        return result, candidate
+        return checked
     note = (
         f"candidate read from lm-eval files ({theirs}), baseline ran on {ours}: part of "
         "any difference is backend noise, not the model"
     )
-    return replace(result, warnings=(note, *result.warnings)), candidate
+    result = checked.comparison
+    return replace(checked, comparison=replace(result, warnings=(note, *result.warnings)))
 
 
 def current_commit() -> str | None:

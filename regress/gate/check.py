@@ -32,10 +32,12 @@ from regress.backends.models import file_sha256, resolve_model_path
 from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
+from regress.core.records import Record
 from regress.core.requests import GenerateRequest, LoglikelihoodRequest
 from regress.gate.choice_calibration import compare_calibration
 from regress.gate.compare import (
     MISMATCH_REFUSED,
+    Paired,
     Since,
     compare,
     hash_difference,
@@ -45,6 +47,7 @@ from regress.gate.compare import (
 )
 from regress.gate.drift import DriftReport, drift_report
 from regress.gate.integrity import check_proxy
+from regress.gate.judged import needs_judge
 from regress.gate.noise import Cause, typical
 from regress.gate.pairing import pair_runs
 from regress.gate.policy import Policy
@@ -59,7 +62,8 @@ from regress.gate.results import (
     Repeatability,
 )
 from regress.run.engine import Prepared, TaskSpec, identity, prepare
-from regress.run.runner import Outcome, RunPlan, execute, plan_rerun
+from regress.run.judge import Answers, Judged, Judgement, judge_pairs
+from regress.run.runner import Outcome, RunPlan, baseline_specs, execute, plan_rerun
 from regress.tasks.base import DataSource, Example
 from regress.tasks.catalog import BUILTIN, TaskCatalog
 from regress.tasks.fewshot import FEWSHOT_DELIMITER
@@ -127,6 +131,8 @@ class CheckResult:
     candidate: Run
     reference: Run | None = None
     """The baseline's model rerun on this machine, when the gate used one."""
+    judgements: tuple[Judgement, ...] = ()
+    """The policy judge's verdicts, one per judged example (`check --judgements FILE`)."""
 
 
 def check(
@@ -148,13 +154,15 @@ def check(
             f"the policy's anchor {options.policy.anchor!r} was not loaded: pass its run as "
             "CheckOptions.anchor"
         )
+    if options.policy.sequential is not None and options.policy.judge is not None:
+        raise BadInput("a judged gate cannot be sequential yet: drop one of the two policy keys")
     if options.policy.sequential is not None and not isinstance(candidate, Run):
         # Imported here: the sequential gate is built from this module's steps.
         from regress.gate.sequential import check_sequential
 
         return check_sequential(baseline, candidate, options, progress)
     if isinstance(candidate, Run):
-        result = _compare(baseline, candidate, options)
+        result, judged = _compare(baseline, candidate, options, progress)
         differences = tuple(
             hardware_differences(baseline.manifest.backend, candidate.manifest.backend)
         )
@@ -166,11 +174,16 @@ def check(
             differences, action, typical=typical(Cause.HARDWARE) if kernels_differ else ""
         )
         # A stored run comes without its documents: its flips keep their indices.
-        result = replace(result, hardware=hardware, candidate=labelled(result, candidate, options))
+        result = replace(
+            result,
+            hardware=hardware,
+            candidate=labelled(result, candidate, options),
+            cache=_judge_cache(judged, options),
+        )
         if options.policy.sequential is not None:
             once = "the policy's sequential design needs a run made by check: gated once, fixed"
             result = replace(result, warnings=(*result.warnings, once))
-        return CheckResult(result, candidate)
+        return CheckResult(result, candidate, judgements=_judgements(judged))
     plan, warnings = candidate_plan(baseline, candidate, options)
     prepared = prepare(plan.specs, plan.source, plan.shard)
     if not options.allow_mismatch:
@@ -178,13 +191,14 @@ def check(
     outcome = run_plan(plan, f"check {candidate.model}", progress, prepared)
     rerun, hardware, more = reference_rerun(baseline, outcome.run, options, progress)
     reference = rerun.run if rerun is not None else None
-    result = _compare(reference or baseline, outcome.run, options)
+    result, judged = _compare(reference or baseline, outcome.run, options, progress)
     repeat = None
     if options.repeat_check:
         repeat = repeatability(outcome.run, plan, options.repeat_check, progress)
     uses = [cache_use("candidate", outcome)] + (
         [cache_use("baseline rerun", rerun)] if rerun is not None else []
     )
+    uses += _judge_cache(judged, options)
     rejected = [
         f"{u.rejected} cached result(s) of the {u.run} failed their digest or were corrupt and "
         "were computed again: the cache folder was damaged or edited"
@@ -200,7 +214,18 @@ def check(
         repeatability=repeat,
         cache=tuple(uses),
     )
-    return CheckResult(result, outcome.run, reference)
+    return CheckResult(result, outcome.run, reference, _judgements(judged))
+
+
+def _judgements(judged: Judged | None) -> tuple[Judgement, ...]:
+    return judged.judgements if judged is not None else ()
+
+
+def _judge_cache(judged: Judged | None, options: CheckOptions) -> tuple[CacheUse, ...]:
+    """How many of the judge's verdicts the result cache replayed."""
+    if judged is None or options.cache_dir is None:
+        return ()
+    return (CacheUse("judge", True, judged.cached, judged.computed, 0),)
 
 
 def _candidate_label(run: Run) -> str:
@@ -283,10 +308,14 @@ def cache_use(run: str, outcome: Outcome) -> CacheUse:
     )
 
 
-def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison:
+def _compare(
+    baseline: Run, candidate: Run, options: CheckOptions, progress: RunProgress
+) -> tuple[Comparison, Judged | None]:
     """The gate on one pairing (golden sets named from the catalog), with the multiple-choice
-    calibration (reported only) from the same pairs."""
+    calibration (reported only) from the same pairs, and the judge's work when the policy has
+    a judge."""
     paired = pair(baseline, candidate, options.allow_mismatch)
+    judged = _judge_pairs(baseline, paired, options, progress)
     since = None
     if options.anchor is not None:
         since = pair_anchor(options.anchor, candidate, options.allow_mismatch)
@@ -298,14 +327,73 @@ def _compare(baseline: Run, candidate: Run, options: CheckOptions) -> Comparison
         options.tasks.golden_items(),
         since=since,
         latency=candidate_latency(options.ttft_ms, candidate),
+        judged=judged,
     )
     if since is not None:
         result = replace(result, warnings=(*result.warnings, *_anchor_hardware(since, candidate)))
     # A proxy oversamples the examples its reference was unsure of: an unweighted ECE of its
     # sample would describe that sample, not the suite, so none is reported there.
     if baseline.manifest.proxy is not None:
-        return result
-    return replace(result, calibration=compare_calibration(paired.units, paired.pairs))
+        return result, judged
+    return replace(result, calibration=compare_calibration(paired.units, paired.pairs)), judged
+
+
+def _judge_pairs(
+    baseline: Run, paired: Paired, options: CheckOptions, progress: RunProgress
+) -> Judged | None:
+    """The policy judge's verdicts on every paired example of the units it judges (None
+    without a judge or a unit to judge). The questions are rendered again from the baseline's
+    tasks, since a stored run keeps no text but the answers."""
+    spec = options.policy.judge
+    if spec is None:
+        return None
+    units = paired.units
+    chosen = needs_judge(units, spec.units)
+    tasks = {t.name: name for name, members in units.items() if name in chosen for t in members}
+    if not tasks:
+        return None
+    specs = [s for s in baseline_specs(baseline, options.tasks) if s.task.name in tasks]
+    examples = {
+        (spec_.task.name, e.doc_id): e
+        for spec_, found in prepare(specs, options.source)
+        for e in found
+    }
+    items = [
+        _answers(tasks[task], base, cand, examples.get((task, base.doc_id)))
+        for task in sorted(tasks)
+        for base, cand in paired.pairs[task]
+    ]
+    how = "in both orders" if spec.loaded_template().mode == "pairwise" else "one answer at a time"
+    with progress(f"judge {len(items)} examples {how}") as tick:
+        bar = (lambda done, total: tick(done, total, len(items))) if tick else None
+        return judge_pairs(spec, items, options.cache_dir, bar)
+
+
+def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> Answers:
+    """One example to judge: its question, reference and both sides' answers."""
+    reference = example.doc.get("reference") if example is not None else None
+    failed = [
+        f"the {side}'s run failed ({r.status})"
+        for side, r in (("baseline", base), ("candidate", cand))
+        if not r.ok
+    ]
+    return Answers(
+        task=base.task,
+        doc_id=base.doc_id,
+        unit=unit,
+        question=_question(example) if example is not None else "",
+        reference=reference if isinstance(reference, str) else None,
+        baseline=_text(base),
+        candidate=_text(cand),
+        failed="; ".join(failed),
+    )
+
+
+def _text(record: Record) -> str | None:
+    """The answer a judge reads: the record's text; None when its example failed."""
+    if not record.ok:
+        return None
+    return record.pred if isinstance(record.pred, str) else str(record.pred)
 
 
 def candidate_latency(ttft_ms: Mapping[str, tuple[float, ...]] | None, candidate: Run) -> Latency:

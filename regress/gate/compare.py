@@ -55,6 +55,7 @@ from regress.gate.format_pool import SUFFIX as POOLED
 from regress.gate.format_pool import pooled
 from regress.gate.format_spread import spread_changes
 from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
+from regress.gate.judged import JudgedSummary, judged_pairs, needs_judge
 from regress.gate.margin_test import Side
 from regress.gate.pairing import Pair, pair_runs
 from regress.gate.perplexity import corpus_shift
@@ -88,6 +89,7 @@ from regress.gate.stats import (
 )
 from regress.gate.stratified import stratified_test, weighted_mean
 from regress.gate.turns import turn_changes
+from regress.run.judge import Judged
 
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
@@ -187,6 +189,7 @@ def judge(
     look: int | None = None,
     since: Since | None = None,
     latency: Latency | None = None,
+    judged: Judged | None = None,
 ) -> Comparison:
     """Every rule of the gate on one pairing, and the verdict that sees them all: each unit's
     test, the failure-class rates and the golden sets' rules.
@@ -199,6 +202,9 @@ def judge(
     anchor too, by the margin rule at `policy.max_cumulative_drop`, in the same family.
 
     `latency` holds the candidate's bench timings for a `ttft_ms` decision gate.
+
+    `judged` holds the policy judge's verdicts on this pairing: each judged unit is tested on
+    them (regress.gate.judged); a unit only a judge can score and no judge scored is left out.
     """
     if policy.pool_formats:
         paired = _with_pooled(paired, policy)
@@ -211,6 +217,13 @@ def judge(
             f"sampled example paired, {unpaired} are not; rerun the candidate on the proxy"
         )
     units = paired.units
+    summaries: dict[str, JudgedSummary] = {}
+    if judged is not None and policy.judge is not None:
+        pairs, summaries = judged_pairs(pairs, units, judged, policy.judge.min_consistency)
+    extra = policy.judge.units if policy.judge is not None else ()
+    for name in sorted(needs_judge(units, extra) - set(summaries)):
+        del units[name]
+        warnings.append(f"unit {name}: only a judge can score it, and none did (docs/judge.md)")
     for name in sorted(set(policy.units) - set(units)):
         warnings.append(f"policy names unit '{name}', which is not in this suite")
     unit_policies = {name: policy.for_unit(name) for name in units}
@@ -220,6 +233,7 @@ def judge(
         _measure(name, members, pairs, policy, unit_policies[name], k, design)
         for name, members in units.items()
     ]
+    measured = [(_with_judge(unit, summaries.get(unit.name)), f, t) for unit, f, t in measured]
     creep_units = []
     if since is not None:
         for name, unit_policy in creep.items():
@@ -292,6 +306,26 @@ def judge(
     )
 
 
+def _with_judge(unit: UnitResult, summary: JudgedSummary | None) -> UnitResult:
+    """A judged unit's result: its summary, and its judge errors among its failures."""
+    if summary is None:
+        return unit
+    errors = summary.judge_errors
+    failures = {**unit.candidate_failures, **({"judge_error": errors} if errors else {})}
+    failed = unit.error_rate * unit.n + errors
+    return replace(
+        unit,
+        metric=(
+            "judge pairwise: share preferred"
+            if summary.mode == "pairwise"
+            else f"judge {summary.mode}: score (0-1)"
+        ),
+        judged=summary,
+        candidate_failures=dict(sorted(failures.items())),
+        error_rate=failed / (unit.n + errors) if unit.n + errors else 0.0,
+    )
+
+
 def _with_pooled(paired: Paired, policy: Policy) -> Paired:
     """The pairing with a pooled unit for every unit in several prompt formats."""
     if policy.metric is not None:
@@ -341,10 +375,13 @@ def _requirement(
 def _creep_policies(since: Since, policy: Policy) -> dict[str, UnitPolicy]:
     """The creep guard's units: every gated accuracy or score unit the anchor pairs, held to
     the margin rule at max_cumulative_drop (a perplexity unit's budget is not an absolute
-    drop, so it has none)."""
+    drop, so it has none; a judged unit is judged against the checked baseline only)."""
     pairs = since.paired.pairs
     found = {}
+    judged = needs_judge(since.paired.units, policy.judge.units if policy.judge else ())
     for name, members in since.paired.units.items():
+        if name in judged:
+            continue  # verdicts are made per pairing: the anchor's pairing was never judged
         own = policy.for_unit(name)
         records = {t.name: [base for base, _ in pairs[t.name]] for t in members}
         if own.gate and unit_kind(name, members, records) is not UnitKind.PERPLEXITY:
@@ -967,6 +1004,17 @@ def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
     if not perplexity and unit.n < policy.min_examples:
         reason = f"only {unit.n} paired examples (min_examples {policy.min_examples})"
         return Verdict.INCONCLUSIVE, reason
+    judged = unit.judged
+    if judged is not None and not judged.decides:
+        if judged.scores is not None:
+            return Verdict.INCONCLUSIVE, (
+                f"the judge gave every answer the same score ({judged.scores[0]:g}): it told "
+                "no answer from another, so its scores decide nothing"
+            )
+        return Verdict.INCONCLUSIVE, (
+            f"the judge named the same side in both orders on {judged.consistency:.0%} of "
+            f"pairs (min_consistency {judged.min_consistency:.0%}): its verdicts decide nothing"
+        )
     drop, upper = (unit.delta, unit.ci[1]) if perplexity else (-unit.delta, -unit.ci[0])
     rule_p = _adjusted(unit.pvalue, unit.adjusted_pvalue)
     change_p = _adjusted(unit.change_pvalue, unit.change_adjusted_pvalue)

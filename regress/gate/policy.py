@@ -26,6 +26,10 @@ sequential:             # stop each unit as soon as it decides (docs/gate.md#seq
   looks: [0.25, 0.5, 1.0]  # shares of each unit's examples (or a count: 4 equal steps)
   spending: obf         # Lan-DeMets O'Brien-Fleming alpha spending
   seed: 0               # the random order the examples run in
+judge:                  # an LLM judge for units no code can score (docs/judge.md)
+  model: gemma3-270m    # any backend's model; a server: backend openai + model_args
+  template: pairwise    # pairwise | pairwise_reference | a template file
+  min_consistency: 0.6  # swapped orders agreeing on fewer pairs: INCONCLUSIVE
 speed:
   max_slowdown: 0.10    # latency gate (regress bench --against): tolerated relative slowdown
 units:
@@ -50,6 +54,8 @@ from regress.core.errors import BadInput
 from regress.gate.rules import PassRequires, Rule
 from regress.gate.spending import SequentialDesign
 from regress.gate.stats import Correction, Test
+from regress.run.judge import JudgeSpec, Read
+from regress.tasks.judge_templates import Mode
 
 
 class Inconclusive(StrEnum):
@@ -105,13 +111,13 @@ class Metric(StrEnum):
     """The candidate's median time to first token, from a bench file (`check --bench`): at
     most `max` milliseconds."""
     QUALITY = "quality"
-    """A judged quality score: regress has no judged units yet, so never evaluated."""
+    """A judged quality score (rubric mode, not built yet), so never evaluated."""
 
 
 MINIMA = {Metric.PASS_AT_1, Metric.QUALITY}
 """Metrics bounded from below (`min`); the others from above (`max`)."""
 NOT_HERE = {
-    Metric.QUALITY: "it needs a judged unit, and regress has no judge yet",
+    Metric.QUALITY: "it needs rubric-judged scores, and the judge gates pairwise only so far",
 }
 
 
@@ -195,6 +201,9 @@ class Policy:
     """Units in several prompt formats also get one pooled unit each (`UNIT@pooled`): every
     example's accuracy averaged over its formats, so the test clusters on the example
     (regress.gate.format_pool); False gates the formats one by one only."""
+    judge: JudgeSpec | None = None
+    """The model that judges units no code can score, pairwise in both orders
+    (regress.gate.judged); None leaves such units out of the gate."""
     notices: tuple[str, ...] = field(default=(), compare=False)
     """Lines the report repeats about how the policy was read (a key whose default changed)."""
 
@@ -260,6 +269,7 @@ class Policy:
             ),
             **({"gates": _gates_dict(self.gates)} if self.gates else {}),
             **({"formats": {"pooled": True}} if self.pool_formats else {}),
+            **({"judge": self.judge.to_dict()} if self.judge else {}),
             # The latency gate's key only when set: accuracy reports print this dict.
             **({"speed": {"max_slowdown": self.max_slowdown}} if self.max_slowdown != 0.10 else {}),
         }
@@ -368,6 +378,8 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
         values["gates"] = _parse_gates(reader, top["gates"])
     if top.get("sequential") not in (None, False):
         values["sequential"] = _parse_design(reader, top["sequential"])
+    if top.get("judge") is not None:
+        values["judge"] = _parse_judge(reader, top["judge"])
     if "units" in top:
         units = reader.mapping(top["units"], "units")
         values["units"] = {
@@ -401,6 +413,65 @@ def _parse_design(reader: _Reader, spec: Any) -> SequentialDesign:
         return SequentialDesign(**values)
     except ValueError as exc:
         raise BadInput(f"{reader.where}: sequential: {exc}") from exc
+
+
+_JUDGE_KEYS = {
+    "model",
+    "backend",
+    "model_args",
+    "template",
+    "mode",
+    "temperature",
+    "seed",
+    "max_tokens",
+    "read",
+    "min_consistency",
+    "units",
+}
+
+
+def _parse_judge(reader: _Reader, spec: Any) -> JudgeSpec:
+    """`judge:`: the judge's model (required) and how it is asked."""
+    entry = reader.mapping(spec, "judge")
+    reader.no_unknown(entry, _JUDGE_KEYS, "judge.")
+    values: dict[str, Any] = {"model": reader.text(entry.get("model"), "judge.model", "a model")}
+    for key in ("backend", "template"):
+        if key in entry:
+            values[key] = reader.text(entry[key], f"judge.{key}", "a name")
+    if "model_args" in entry:
+        args = reader.mapping(entry["model_args"], "judge.model_args")
+        values["model_args"] = {str(k): v for k, v in args.items()}
+    if "temperature" in entry:
+        temperature = reader.number(entry["temperature"], "judge.temperature")
+        if temperature < 0:
+            reader.fail("judge.temperature", temperature, "a number >= 0")
+        values["temperature"] = temperature
+    if "seed" in entry:
+        seed = entry["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            reader.fail("judge.seed", seed, "a whole number >= 0")
+        values["seed"] = seed
+    if "max_tokens" in entry:
+        values["max_tokens"] = reader.count(entry["max_tokens"], "judge.max_tokens")
+    if "read" in entry:
+        values["read"] = reader.choice(entry["read"], "judge.read", Read)
+    if "mode" in entry:
+        values["mode"] = reader.choice(entry["mode"], "judge.mode", Mode)
+    if "min_consistency" in entry:
+        values["min_consistency"] = reader.fraction(
+            entry["min_consistency"], "judge.min_consistency", open_low=False
+        )
+    if "units" in entry:
+        units = entry["units"]
+        if not isinstance(units, list) or not all(isinstance(u, str) and u for u in units):
+            reader.fail("judge.units", units, "a list of unit names")
+        values["units"] = tuple(units)
+    judge = JudgeSpec(**values)
+    try:
+        judge.loaded_template()  # a missing template file or a wrong mode fails here
+    except BadInput as exc:
+        raise BadInput(f"{reader.where}: judge.template: {exc}") from exc
+    return judge
 
 
 def _parse_gates(reader: _Reader, spec: Any) -> tuple[Requirement, ...]:

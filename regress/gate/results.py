@@ -15,6 +15,7 @@ from regress.gate.choice_calibration import CalibrationResult
 from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import SpreadChange
 from regress.gate.golden_rules import GoldenResult
+from regress.gate.judged import JudgedSummary
 from regress.gate.policy import Policy
 from regress.gate.turns import TurnChange
 
@@ -178,6 +179,9 @@ class UnitResult:
     since: str | None = None
     """The creep guard's row: the anchor baseline this unit's candidate is tested against
     (with the policy's max_cumulative_drop as its threshold); None for the checked baseline."""
+    judged: JudgedSummary | None = None
+    """A judged unit (regress.gate.judged): the judge's wins, losses, ties, win rate and
+    swap consistency; b counts the losses and c the wins. None for every other unit."""
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,8 @@ class CacheUse:
     """Where one run's results came from: replayed from the result cache or computed here."""
 
     run: str
-    """Which run: `candidate`, or `baseline rerun` (the baseline's model run on this machine)."""
+    """Which run: `candidate`, `baseline rerun` (the baseline's model run on this machine), or
+    `judge` (the policy judge's verdicts)."""
     enabled: bool
     """False: the cache was off (`--no-cache`), every result was computed."""
     replayed: int
@@ -389,8 +394,9 @@ class Comparison:
             if not data[name]:
                 del data[name]
         for unit in data["units"]:
-            if unit["since"] is None:
-                del unit["since"]
+            for name in ("since", "judged"):
+                if unit[name] is None:
+                    del unit[name]
         data["policy"] = self.policy.to_dict()
         data["exit_code"] = int(self.exit_code)
         return data

@@ -123,6 +123,7 @@ def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> s
         _generation_failures(comparison, docs),
         _turns(comparison, docs),
         _formats(comparison, docs),
+        _judged(comparison, docs),
     ]
     sections = [
         top,
@@ -967,6 +968,68 @@ def _turns(comparison: Comparison, docs: _Docs) -> str:
         "is the conversation; per-turn changes are reported, not gated._"
     )
     return f"### Conversations, turn by turn\n\n{table}\n\n{note}"
+
+
+def _judged(comparison: Comparison, docs: _Docs) -> str:
+    """Each judged unit's wins, losses and ties, win rate, swap consistency and length ratio."""
+    judged = [(u, u.judged) for u in comparison.units if u.judged is not None]
+    if not judged:
+        return ""
+    body = []
+    for unit, j in judged:
+        ci = f" [{j.win_rate_ci[0]:.1%}, {j.win_rate_ci[1]:.1%}]" if j.win_rate_ci else ""
+        rate = f"{j.win_rate:.1%}{ci}" if j.win_rate is not None else "-"
+        low = j.consistency is not None and not j.decides
+        consistency = _percent(j.consistency) if j.consistency is not None else "-"
+        score = "-"
+        if j.scores is not None:
+            band = f" [{j.quality_ci[0]:.2f}, {j.quality_ci[1]:.2f}]" if j.quality_ci else ""
+            score = f"{j.scores[0]:.2f} → {j.scores[1]:.2f}{band}"
+        body.append(
+            [
+                unit.name,
+                j.mode,
+                str(j.wins),
+                str(j.losses),
+                str(j.ties),
+                str(j.judge_errors),
+                rate,
+                score,
+                f"**{consistency}**" if low else consistency,
+                f"{j.length_ratio:.2f}x" if j.length_ratio is not None else "-",
+                f"`{j.judge}`",
+            ]
+        )
+    table = _table(
+        [
+            "unit",
+            "wins",
+            "losses",
+            "ties",
+            "judge errors",
+            "win rate [95% CI]",
+            "consistency",
+            "length",
+            "judge",
+        ],
+        body,
+        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"],
+    )
+    first = judged[0][1]
+    note = (
+        f"_The judge ({first.identity.get('model')}, template {first.identity.get('template')}, "
+        f"verdicts read from {first.identity.get('read')}). Pairwise, it saw each pair in both "
+        "orders: a win or a loss needs both; a tie counts half in the win rate. Consistency: "
+        "pairs whose two orders named the same side (below the policy's min_consistency the "
+        "unit is INCONCLUSIVE). Graded (single, rubric), it scored each answer alone: the mean "
+        "scores, the candidate's with its interval (seed 002's quality score), and the "
+        "candidate's higher score a win. Length: the candidate's answers over the baseline's; "
+        "judges favour longer answers. In the unit tables a pairwise unit's baseline and "
+        "candidate are the shares of examples each side's answer won, and broke / fixed count "
+        "its losses / wins; a graded unit's are the mean scores on a 0-1 scale "
+        f"({docs.cite('judge.md', 'reading-the-report', 'Judge')})._"
+    )
+    return f"### Judged units\n\n{table}\n\n{note}"
 
 
 def _formats(comparison: Comparison, docs: _Docs) -> str:

@@ -34,6 +34,7 @@ from regress.run.generation import GenerationSettings, read_answer
 from regress.run.passk import majority, repeat_aggregate, sample_metrics
 from regress.tasks.base import DataSource, Example, Scored, Task, doc_hash
 from regress.tasks.conversation import ConversationTask
+from regress.tasks.open_answers import JUDGED
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,9 @@ def _task_run(
         outcomes = np.array([r.outcomes for r in scored_records])
         metrics = repeat_aggregate([r.metrics for r in scored_records], outcomes)
     if generates:
-        metrics |= failure_summary(records, None if repeated else task.primary_metric)
+        # Only a judge scores a `judged` task: there is no accuracy to split by truncation.
+        scored_by_task = not repeated and task.primary_metric != JUDGED
+        metrics |= failure_summary(records, task.primary_metric if scored_by_task else None)
     num_fewshot = task.effective_fewshot(spec.num_fewshot)
     dataset_hash, prompt_hash = identity(spec, examples)
     info = TaskInfo(

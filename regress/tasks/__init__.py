@@ -22,6 +22,7 @@ from regress.tasks.json_extraction import json_extraction_task
 from regress.tasks.loaders import DATA_DIR_ENV, resolve_source
 from regress.tasks.metrics import group_aggregate
 from regress.tasks.mmlu import CATEGORIES, SUBJECTS, subject_task
+from regress.tasks.open_answers import open_answers_task
 from regress.tasks.piqa import piqa_task
 from regress.tasks.python_functions import python_functions_task
 from regress.tasks.truthfulqa import truthfulqa_task
@@ -56,6 +57,7 @@ _FACTORIES: dict[str, Callable[[], Task]] = {
     "json_extraction": json_extraction_task,
     "constrained_writing": constrained_writing_task,
     "python_functions": python_functions_task,
+    "open_answers": open_answers_task,
     "conversations": builtin_conversations,
 }
 

@@ -1,0 +1,125 @@
+"""Gemma 3 270M, in process, judges SmolLM2-135M's answers against its own: the whole judged
+gate on real models, with every verdict checked against log-probs computed here by
+llama-cpp-python directly.
+
+The oracle scores each verdict token after the rendered prompt with one plain `Llama.eval`;
+regress computes the same log-probabilities through its backend's batched loglikelihood
+requests. The two agree to float noise on one machine (the test allows 0.02 nats, ample for
+a 270M model's kernels on one CPU build); a verdict is compared only where its margin over
+the runner-up exceeds that.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from scipy.special import log_softmax
+
+from regress.backends.models import file_sha256, resolve_model_path
+from regress.gate.check import CheckOptions, check
+from regress.gate.policy import Policy
+from regress.gate.results import Verdict
+from regress.run.engine import TaskSpec
+from regress.run.generation import GenerationSettings
+from regress.run.judge import JudgeSpec, Outcome, outcome_of
+from regress.run.runner import RunPlan, execute
+from regress.tasks import get_tasks
+from regress.tasks.judge_templates import BUILTIN
+
+pytestmark = pytest.mark.model
+
+N = 4
+TOLERANCE = 0.02
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory):
+    """SmolLM2 (baseline) and Gemma (candidate) answering 4 open questions, judged by Gemma."""
+    # Short answers keep the judge's prompts short: the plumbing is the same.
+    short = GenerationSettings(gen_kwargs={"max_gen_toks": 24})
+    specs = (TaskSpec(get_tasks(["open_answers"])[0], 0, N, generation=short),)
+    base = execute(RunPlan(specs, "smollm2-135m", name="base")).run
+    cand = execute(RunPlan(specs, "gemma3-270m", name="cand")).run
+    spec = JudgeSpec("gemma3-270m", model_args={"n_ctx": 2048}, min_consistency=0.0)
+    policy = Policy(min_examples=N, judge=spec)
+    cache = tmp_path_factory.mktemp("judge-cache")
+    result = check(base, cand, CheckOptions(policy=policy, cache_dir=cache))
+    return base, cand, result, policy, cache
+
+
+def _oracle(prompts: list[str]) -> list[dict[str, float]]:
+    """log P(verdict | prompt + "[[") for A, B and C, from one eval per prompt."""
+    import llama_cpp
+
+    llm = llama_cpp.Llama(
+        str(resolve_model_path("gemma3-270m")), n_ctx=2048, logits_all=True, verbose=False
+    )
+    out = []
+    for prompt in prompts:
+        context = llm.tokenize((prompt + "[[").encode(), add_bos=True, special=False)
+        scores = {}
+        for choice in "ABC":
+            whole = llm.tokenize((prompt + "[[" + choice).encode(), add_bos=True, special=False)
+            # The verdict is one token after the prompt's own: no merge across the boundary.
+            assert whole[: len(context)] == context and len(whole) == len(context) + 1
+            scores[choice] = whole[-1]
+        llm.reset()
+        llm.eval(context)
+        logprobs = log_softmax(np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64))
+        out.append({c: float(logprobs[t]) for c, t in scores.items()})
+    llm.close()
+    return out
+
+
+def test_a_real_judge_reads_verdicts_from_log_probs_in_both_orders(judged) -> None:
+    base, cand, result, _, _ = judged
+    judgements = result.judgements
+    assert len(judgements) == N
+    template = BUILTIN["pairwise"]
+    prompts = [
+        template.render(j.question, answer_a=a, answer_b=b)
+        for j in judgements
+        for a, b in ((j.baseline, j.candidate), (j.candidate, j.baseline))
+    ]
+    oracle = _oracle(prompts)
+    for k, j in enumerate(judgements):
+        record_b = base.records["open_answers"][k]
+        record_c = cand.records["open_answers"][k]
+        assert (j.baseline, j.candidate) == (record_b.pred, record_c.pred)
+        sides = []
+        expected_both = oracle[2 * k : 2 * k + 2]
+        for order, (reply, expected) in enumerate(zip(j.replies, expected_both, strict=True)):
+            found = dict(re.findall(r"([ABC]) (-?\d+\.\d+)", reply))
+            for choice in "ABC":
+                assert float(found[choice]) == pytest.approx(expected[choice], abs=TOLERANCE)
+            ranked = sorted(expected.values(), reverse=True)
+            verdict = max(expected, key=expected.get)
+            if ranked[0] - ranked[1] > TOLERANCE:
+                shown = ("baseline", "candidate") if order == 0 else ("candidate", "baseline")
+                side = {"A": shown[0], "B": shown[1], "C": "tie"}[verdict]
+                assert j.verdicts[order] == side
+            sides.append(j.verdicts[order])
+        assert (j.outcome, j.consistent) == outcome_of(*sides)
+
+
+def test_the_gate_counts_what_the_judge_said(judged) -> None:
+    _, _, result, _, _ = judged
+    (unit,) = result.comparison.units
+    outcomes = [j.outcome for j in result.judgements]
+    wins, losses = outcomes.count(Outcome.WIN), outcomes.count(Outcome.LOSS)
+    assert (unit.n, unit.b, unit.c) == (N, losses, wins)
+    assert unit.judged.ties == outcomes.count(Outcome.TIE)
+    assert unit.judged.identity["read"] == "logprobs"
+    assert unit.judged.identity["model_sha256"] == file_sha256(resolve_model_path("gemma3-270m"))
+    # Four examples decide nothing at any judge: never a PASS from so little.
+    assert unit.verdict in (Verdict.INCONCLUSIVE, Verdict.REGRESSION)
+
+
+def test_a_rerun_replays_the_real_judge_from_the_cache(judged) -> None:
+    base, cand, result, policy, cache = judged
+    again = check(base, cand, CheckOptions(policy=policy, cache_dir=cache))
+    assert again.judgements == result.judgements
+    (use,) = [u for u in again.comparison.cache if u.run == "judge"]
+    assert (use.replayed, use.computed) == (2 * N * 3, 0)
