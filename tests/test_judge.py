@@ -27,7 +27,7 @@ from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record
 from regress.core.store import write_run
-from regress.gate.check import CheckOptions, check
+from regress.gate.check import CandidateModel, CheckOptions, check
 from regress.gate.compare import compare
 from regress.gate.drop_tests import PairedCounts
 from regress.gate.margin_test import Side
@@ -505,3 +505,12 @@ def test_a_grader_that_gives_every_answer_one_score_decides_nothing(judge_server
     assert _score_oracle([0.5] * 40, [0.5] * 40, policy).verdict is Verdict.PASS
     assert unit.verdict is Verdict.INCONCLUSIVE
     assert unit.reason.startswith("the judge gave every answer the same score (3)")
+
+
+def test_a_missing_judge_model_is_refused_before_the_candidate_runs(tmp_path: Path) -> None:
+    base, cand = _runs({})
+    policy = _policy(JudgeSpec(str(tmp_path / "no-such-judge.gguf")))
+    with pytest.raises(BadInput, match="no-such-judge.gguf"):
+        # A model that does not exist: were the judge resolved after the run, this would
+        # fail loading the candidate instead.
+        check(base, CandidateModel(str(tmp_path / "candidate.gguf")), CheckOptions(policy=policy))

@@ -156,6 +156,9 @@ def check(
         )
     if options.policy.sequential is not None and options.policy.judge is not None:
         raise BadInput("a judged gate cannot be sequential yet: drop one of the two policy keys")
+    if options.policy.judge is not None:
+        # The judge's model and template are found now, not after the candidate has run.
+        options.policy.judge.identity()
     if options.policy.sequential is not None and not isinstance(candidate, Run):
         # Imported here: the sequential gate is built from this module's steps.
         from regress.gate.sequential import check_sequential
