@@ -341,6 +341,14 @@ def test_without_a_judge_the_unit_is_left_out_and_said_so() -> None:
     assert "unit open_answers: only a judge can score it, and none did" in result.warnings[0]
 
 
+def test_a_misspelt_judged_unit_is_reported(judge_server) -> None:
+    url, _ = judge_server
+    base, cand = _runs({})
+    policy = _policy(_spec(url, units=("open_answer",), min_consistency=0.0))
+    result = check(base, cand, CheckOptions(policy=policy)).comparison
+    assert "the judge's units name 'open_answer', which is not in this suite" in result.warnings
+
+
 def test_the_policy_block_is_read_and_checked() -> None:
     policy = parse_policy(
         {"judge": {"model": "judge.gguf", "template": "pairwise_reference", "seed": 3}}

@@ -221,6 +221,8 @@ def judge(
     if judged is not None and policy.judge is not None:
         pairs, summaries = judged_pairs(pairs, units, judged, policy.judge.min_consistency)
     extra = policy.judge.units if policy.judge is not None else ()
+    for name in sorted(set(extra) - set(units)):
+        warnings.append(f"the judge's units name '{name}', which is not in this suite")
     for name in sorted(needs_judge(units, extra) - set(summaries)):
         del units[name]
         warnings.append(f"unit {name}: only a judge can score it, and none did (docs/judge.md)")
