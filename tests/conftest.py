@@ -73,7 +73,7 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory):
-    """Every cache of the run (results, GGUF headers, dequantised models) starts empty.
+    """Every cache of the run (results, dequantised models) starts empty.
 
     A CI machine starts cold; a shared ~/.cache/regress would let one run's results answer the
     next run's reruns and hide both slowness and cache-key bugs.

@@ -9,11 +9,9 @@ into the Hub's own cache, and a run records it pinned to the commit it came from
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib
 import importlib.util
-import json
 import os
 import re
 from collections.abc import Callable
@@ -21,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from regress.core import safe_json
+from regress.backends.gguf_header import read_header
 from regress.core.errors import BadInput, pip_install
 from regress.core.manifest import ModelInfo
 
@@ -195,71 +193,40 @@ def file_sha256(path: Path) -> str:
 
 
 def cache_root() -> Path:
-    """Where regress keeps what it can recompute: results, GGUF header facts, dequantised
-    models. $REGRESS_CACHE_DIR (set by --cache-dir), else ~/.cache/regress."""
+    """Where regress keeps what it can recompute: results and dequantised models.
+    $REGRESS_CACHE_DIR (set by --cache-dir), else ~/.cache/regress."""
     return Path(os.environ.get("REGRESS_CACHE_DIR", Path.home() / ".cache" / "regress"))
 
 
-def _info_cache() -> Path:
-    return cache_root() / "gguf-headers"
-
-
 def model_info(ref: str) -> ModelInfo:
-    """Registry entry for a model: header facts from the GGUF plus the file's sha256.
-
-    Parsing a header with `gguf` takes seconds, so the facts are kept per sha256.
-    """
+    """Registry entry for a model: header facts from the GGUF plus the file's sha256."""
     path = resolve_model_path(ref)
     ref = pinned_ref(ref, path)
     if path.is_dir():
         return _folder_info(ref, path)
     check_gguf(path)
-    sha = file_sha256(path)
-    cached = _info_cache() / f"{sha}.json"
-    if cached.is_file():
-        try:
-            return dataclasses.replace(ModelInfo(**safe_json.loads(cached.read_text())), ref=ref)
-        except (OSError, ValueError, TypeError):
-            pass  # a damaged cache entry is read again from the header
-    info = _gguf_info(ref, path, sha)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(info)))
-        os.replace(tmp, cached)
-    except OSError:
-        pass  # a cache that cannot be written only costs the next run a header parse
-    return info
+    return _gguf_info(ref, path, file_sha256(path))
 
 
 def _gguf_info(ref: str, path: Path, sha: str) -> ModelInfo:
-    import gguf  # imported here: reading a header should not cost every CLI start
+    header = read_header(path)
+    arch = str(header.metadata.get("general.architecture", ""))
+    file_type = header.metadata.get("general.file_type")
+    quant = ""
+    if file_type:
+        import gguf  # imported here: its file-type names should not cost every CLI start
 
-    try:
-        reader = gguf.GGUFReader(str(path))
-    except Exception as exc:  # the gguf reader raises bare ValueErrors/struct errors
-        raise BadInput(f"{path}: corrupt GGUF file ({exc})") from exc
-    arch = _field(reader, "general.architecture") or ""
-    file_type = _field(reader, "general.file_type")
-    quant = gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_") if file_type else ""
+        quant = gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_")
     return ModelInfo(
         ref=ref,
         sha256=sha,
-        name=_field(reader, "general.name") or path.stem,
+        name=str(header.metadata.get("general.name") or path.stem),
         architecture=arch,
         quantization=quant,
-        n_params=int(sum(int(t.n_elements) for t in reader.tensors)),
-        context_length=_field(reader, f"{arch}.context_length"),
+        n_params=header.n_params,
+        context_length=header.metadata.get(f"{arch}.context_length"),  # type: ignore[arg-type]
         size_bytes=path.stat().st_size,
     )
-
-
-def _field(reader: object, key: str) -> object:
-    field = reader.fields.get(key)  # type: ignore[attr-defined]
-    if field is None:
-        return None
-    value = field.contents()
-    return value
 
 
 def _folder_info(ref: str, path: Path) -> ModelInfo:

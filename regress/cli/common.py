@@ -484,8 +484,8 @@ def run_options(func: F) -> F:
 def cache_folder(no_cache: bool, cache_dir: Path | None) -> Path | None:
     """The result cache folder the run options ask for, or None.
 
-    --cache-dir moves every cache of the process there (GGUF header facts and dequantised
-    models too), so a CI cache of that one folder holds all of them.
+    --cache-dir moves every cache of the process there (dequantised models too), so a CI
+    cache of that one folder holds all of them.
     """
     if cache_dir is not None:
         if cache_dir.exists() and not cache_dir.is_dir():

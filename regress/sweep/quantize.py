@@ -10,12 +10,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
+from regress.backends.gguf_header import read_header
 from regress.backends.models import check_gguf
 from regress.core.errors import BadInput, RunFailed
 
@@ -142,61 +141,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
-_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-"""Bytes of GGUF's fixed-size value types (8 is a string, 9 an array)."""
-_STRING, _ARRAY = 8, 9
-
-
-def _skip_value(f: BinaryIO, kind: int) -> None:
-    if kind in _SCALAR_SIZES:
-        f.seek(_SCALAR_SIZES[kind], 1)
-    elif kind == _STRING:
-        (length,) = struct.unpack("<Q", f.read(8))
-        f.seek(length, 1)
-    elif kind == _ARRAY:
-        item, count = struct.unpack("<IQ", f.read(12))
-        if item in _SCALAR_SIZES:
-            f.seek(_SCALAR_SIZES[item] * count, 1)
-        else:
-            for _ in range(count):
-                _skip_value(f, item)
-    else:
-        raise BadInput(f"{f.name}: unknown GGUF value type {kind}")
-
-
 def weights_sha256(path: Path) -> str:
     """sha256 over the tensor descriptions (names, shapes, types, offsets) and the tensor data,
     not the header's metadata.
 
     Two types that fall back to the same tensors (SmolLM2's 576-wide matrices cannot use
     K-quants) give files whose sha256 differs only by the file-type field: this tells them
-    apart from files that really differ. The header is walked here rather than with
-    gguf.GGUFReader, which builds an object per vocabulary entry (seconds for 262k tokens).
+    apart from files that really differ.
     """
+    header = read_header(path)
+    start, end = header.tensor_info_span
     digest = hashlib.sha256()
     with path.open("rb") as f:
-        magic, _version, n_tensors, n_kv = struct.unpack("<4sIQQ", f.read(24))
-        if magic != b"GGUF":
-            raise BadInput(f"{path}: not a GGUF file")
-        alignment = 32
-        for _ in range(n_kv):
-            (length,) = struct.unpack("<Q", f.read(8))
-            key = f.read(length)
-            (kind,) = struct.unpack("<I", f.read(4))
-            if key == b"general.alignment" and kind == 4:
-                (alignment,) = struct.unpack("<I", f.read(4))
-            else:
-                _skip_value(f, kind)
-        start = f.tell()
-        for _ in range(n_tensors):
-            (length,) = struct.unpack("<Q", f.read(8))
-            f.seek(length, 1)
-            (n_dims,) = struct.unpack("<I", f.read(4))
-            f.seek(8 * n_dims + 4 + 8, 1)  # dims, type, offset
-        end = f.tell()
         f.seek(start)
         digest.update(f.read(end - start))
-        f.seek(-(-end // alignment) * alignment)
+        f.seek(header.data_offset)
         while block := f.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
