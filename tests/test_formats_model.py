@@ -17,6 +17,9 @@ from regress.gate.format_spread import format_spreads
 
 pytestmark = pytest.mark.model
 
+N = 20
+"""Arithmetic questions per format: the mechanics, not a measurement."""
+
 
 def _run(*args: str) -> str:
     result = CliRunner().invoke(cli, list(args))
@@ -27,17 +30,17 @@ def _run(*args: str) -> str:
 def test_eval_in_three_formats_reports_the_spread_of_its_own_records(tmp_path):
     saved = tmp_path / "run"
     text = _run(
-        "eval", "-m", "smollm2-135m", "-t", "builtin_arithmetic", "--limit", "30",
+        "eval", "-m", "smollm2-135m", "-t", "builtin_arithmetic", "--limit", str(N),
         "--formats", "3", "--save-run", str(saved), "--no-cache",
     )  # fmt: skip
     run = read_run(saved)
     assert sorted(run.records) == [f"builtin_arithmetic@fmt{i}" for i in range(3)]
     # Each format's accuracy, from the records themselves.
     accuracy = [
-        sum(r.right for r in run.records[f"builtin_arithmetic@fmt{i}"]) / 30 for i in range(3)
+        sum(r.right for r in run.records[f"builtin_arithmetic@fmt{i}"]) / N for i in range(3)
     ]
     [spread] = format_spreads(run.manifest.tasks, run.records)
-    assert spread.unit == "builtin" and spread.n == 30
+    assert spread.unit == "builtin" and spread.n == N
     assert spread.accuracy == pytest.approx(accuracy)
     row = re.search(r"builtin .* f0 ([\d.]+)%\s+f1 ([\d.]+)%\s+f2 ([\d.]+)%", text)
     assert row and [float(x) / 100 for x in row.groups()] == pytest.approx(accuracy, abs=5e-4)
@@ -52,7 +55,7 @@ def test_a_baseline_in_two_formats_gates_each_format(tmp_path):
     store = tmp_path / "store"
     _run(
         "baseline", "create", "--name", "main", "-m", "smollm2-135m", "-t", "builtin_arithmetic",
-        "--limit", "30", "--formats", "2", "--store", str(store), "--no-cache",
+        "--limit", str(N), "--formats", "2", "--store", str(store), "--no-cache",
     )  # fmt: skip
     report = tmp_path / "r.json"
     result = CliRunner().invoke(
@@ -60,7 +63,7 @@ def test_a_baseline_in_two_formats_gates_each_format(tmp_path):
         ["check", "-b", "main", "-m", "smollm2-135m", "--store", str(store), "--no-cache",
          "--report-json", str(report)],
     )  # fmt: skip
-    # 30 examples per unit, under min_examples: INCONCLUSIVE, exit 0.
+    # N examples per unit, under min_examples: INCONCLUSIVE, exit 0.
     assert result.exit_code == ExitCode.OK, result.output
     data = json.loads(report.read_text())
     assert [u["name"] for u in data["units"]] == ["builtin@fmt0", "builtin@fmt1"]
@@ -69,5 +72,5 @@ def test_a_baseline_in_two_formats_gates_each_format(tmp_path):
     for unit in data["units"]:
         task = f"builtin_arithmetic@{unit['name'].split('@')[1]}"
         right = sum(r.right for r in base.records[task]) / len(base.records[task])
-        assert unit["baseline"] == pytest.approx(right) and unit["n"] == 30
+        assert unit["baseline"] == pytest.approx(right) and unit["n"] == N
         assert unit["b"] == unit["c"] == 0

@@ -34,10 +34,19 @@ PER_TASK = 20
 
 
 @pytest.fixture(scope="module")
-def here() -> Run:
+def computed(tmp_path_factory) -> Path:
+    """The result cache `here` filled: a check whose subject is not the computation itself
+    replays this machine's answers from it instead of computing them again."""
+    return tmp_path_factory.mktemp("computed")
+
+
+@pytest.fixture(scope="module")
+def here(computed) -> Run:
     """100 built-in examples (20 per task) run on this machine, through the public API."""
     specs = regress.suite_specs(inline_suite("builtin", limit=PER_TASK))
-    plan = regress.RunPlan(specs=tuple(specs), model="smollm2-135m", name="main")
+    plan = regress.RunPlan(
+        specs=tuple(specs), model="smollm2-135m", name="main", cache_dir=computed
+    )
     return regress.execute(plan).run
 
 
@@ -84,10 +93,13 @@ def from_other_machine(run: Run, k: int, store: Path) -> Run:
 
 
 @pytest.mark.model
-def test_check_through_the_python_api_passes_the_same_model(here, tmp_path):
+def test_check_through_the_python_api_passes_the_same_model(here, computed, tmp_path):
     regress.write_run(here, tmp_path / "main")
     baseline = regress.Store(tmp_path).load("main")
-    options = regress.CheckOptions(repeat_check=7)
+    # The candidate replays `here`'s computation from the cache; the repeatability check
+    # computes 7 examples again (never cached), and another check of the same model computes
+    # all of its examples: test_another_cpu_build_is_rerun_here_and_its_drift_reported.
+    options = regress.CheckOptions(repeat_check=7, cache_dir=computed)
     result = regress.check(baseline, regress.CandidateModel("smollm2-135m"), options)
     comparison = result.comparison
     # Same machine, same build: a rerun is byte-identical, so nothing flips. 100 unchanged
@@ -132,13 +144,15 @@ def test_another_cpu_build_is_rerun_here_and_its_drift_reported(here, tmp_path):
 
 
 @pytest.mark.model
-def test_rebaseline_never_and_a_missing_model_gate_against_the_stored_records(here, tmp_path):
+def test_rebaseline_never_and_a_missing_model_gate_against_the_stored_records(
+    here, computed, tmp_path
+):
     baseline = from_other_machine(here, k=6, store=tmp_path)
-    never = regress.CheckOptions(rebaseline=regress.Rebaseline.NEVER)
+    never = regress.CheckOptions(rebaseline=regress.Rebaseline.NEVER, cache_dir=computed)
     result = regress.check(baseline, regress.CandidateModel("smollm2-135m"), never).comparison
     assert result.hardware.action is HardwareAction.STORED and result.n_flips == 6
     assert any("hardware noise" in w for w in result.warnings)
-    missing = regress.CheckOptions(reference_model=str(tmp_path / "gone.gguf"))
+    missing = regress.CheckOptions(reference_model=str(tmp_path / "gone.gguf"), cache_dir=computed)
     result = regress.check(baseline, regress.CandidateModel("smollm2-135m"), missing).comparison
     assert result.hardware.action is HardwareAction.STORED and result.n_flips == 6
     assert any("baseline not rerun here" in w and "gone.gguf" in w for w in result.warnings)

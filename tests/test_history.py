@@ -165,7 +165,7 @@ def test_real_runs_append_history_and_chromium_draws_it(tmp_path, data_dir):
 
     store, history = tmp_path / "store", tmp_path / "history.jsonl"
     common = ("--store", str(store), "--no-cache")
-    run(*shlex.split("baseline create --name main -m smollm2-135m -t builtin --limit 10"), *common)
+    run(*shlex.split("baseline create --name main -m smollm2-135m -t builtin --limit 5"), *common)
     models = {"smollm2-135m": "smollm2-135m"}
     for kind in ("Q8_0", "Q4_0"):
         out = tmp_path / f"{kind}.gguf"

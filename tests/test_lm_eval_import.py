@@ -28,7 +28,7 @@ from regress.run.lm_eval_import import canonical_doc, find_lm_eval_files, read_l
 from regress.tasks import get_tasks, resolve_source
 from regress.tasks.base import doc_hash
 
-LIMIT = 20
+LIMIT = 10
 LOGLIK_TOLERANCE = 1e-4
 """Per choice. Both sides run the same float32 weights; regress pads every input to a multiple
 of 32 tokens and lm-eval (batch size 1) does not, which moves sums in the fifth decimal."""
@@ -68,7 +68,7 @@ def write_task(root: Path, data_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def lm_eval_out(tmp_path_factory, data_dir, smollm2_path) -> Path:
-    """`lm_eval --log_samples` on the first 20 ARC-Easy test questions, offline."""
+    """`lm_eval --log_samples` on the first LIMIT ARC-Easy test questions, offline."""
     root = tmp_path_factory.mktemp("lm_eval")
     tasks_dir = write_task(root, data_dir)
     # The dequantised HF copy regress caches loads in 0.4 s instead of 15 s from the GGUF.
@@ -118,7 +118,7 @@ def imported(lm_eval_out, tmp_path_factory, data_dir) -> dict[str, Path]:
         "--store",
         str(store),
     )
-    assert code == 0 and "20 examples in 1 tasks" in text, text
+    assert code == 0 and f"{LIMIT} examples in 1 tasks" in text, text
     code, text = run(
         "check",
         "--baseline",
@@ -194,7 +194,7 @@ def test_check_gates_lm_eval_samples_against_a_regress_baseline(lm_eval_out, imp
     )
     assert code == 0, text
     report, policy = tmp_path / "r.json", tmp_path / "policy.yaml"
-    # 20 examples: enough for zero flips to show no harm, never to show a drop within 2 points.
+    # 10 examples: enough for zero flips to show no harm, never to show a drop within 2 points.
     policy.write_text("min_examples: 10\npass_requires: no_evidence_of_harm\n")
     code, text = run(
         "check",

@@ -163,11 +163,12 @@ def test_the_docs_show_the_sequential_table_the_code_computes(oc):
 
 @pytest.mark.model
 def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Path, smollm2_path):
-    """IQ3_S on 100 arithmetic questions: the fixed gate (computed here, the oracle) and the
-    sequential gate give the same verdict; the sequential one needs fewer examples."""
+    """TQ1_0 (a requantization that breaks SmolLM2, FACTS.md) on 100 arithmetic questions: the
+    fixed gate (computed here, the oracle) and the sequential gate give the same verdict; the
+    sequential one needs fewer examples."""
     [task] = get_tasks(["builtin_arithmetic"])
-    candidate = tmp_path / "iq3_s.gguf"
-    quantize_file(smollm2_path, "IQ3_S", candidate)
+    candidate = tmp_path / "tq1_0.gguf"
+    quantize_file(smollm2_path, "TQ1_0", candidate)
     plan = RunPlan((TaskSpec(task),), str(smollm2_path), "llama_cpp", {}, name="here")
     store = Store(tmp_path / "store")
     store.save(execute(plan).run)
