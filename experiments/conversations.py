@@ -22,39 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from _common import cpu_flags, step
 
 from regress.core.store import read_run
 from regress.tasks.conversation import cluster_interval
 
-REPO = Path(__file__).resolve().parents[1]
 REGRESS = [sys.executable, "-m", "regress.cli"]
 POLICY = "max_drop: 0.05\nmin_examples: 30\n"
-
-
-def step(name: str, output: Path, command: list[str], ok: tuple[int, ...] = (0,)) -> float:
-    """Run `command` unless `output` exists; return its wall time (0 when skipped)."""
-    if output.exists():
-        print(f"{name}: {output} exists, skipped", file=sys.stderr)
-        return 0.0
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, check=False, stdout=subprocess.DEVNULL)
-    if done.returncode not in ok:
-        raise SystemExit(f"{name}: exit {done.returncode}: {' '.join(command)}")
-    seconds = time.perf_counter() - start
-    print(f"{name}: {seconds:.0f} s", file=sys.stderr)
-    return seconds
-
-
-def cpu_flags() -> str:
-    """llama.cpp's system info: the instruction sets the figures were measured with."""
-    import llama_cpp
-
-    return " ".join(re.findall(r"(\w+) = 1", llama_cpp.llama_print_system_info().decode()))
 
 
 def figures(records: list) -> str:

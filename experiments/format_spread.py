@@ -23,39 +23,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from _common import REPO, cpu_flags, step
 
 from regress.core.store import read_run
 from regress.gate.compare import compare
 from regress.gate.format_spread import format_spreads
 from regress.gate.policy import Policy
 
-REPO = Path(__file__).resolve().parents[1]
 REGRESS = [sys.executable, "-m", "regress.cli"]
 DATA = os.environ.get("REGRESS_DATA_DIR", str(REPO.parent / "shared" / "data"))
-
-
-def step(name: str, output: Path, command: list[str], ok: tuple[int, ...] = (0,)) -> None:
-    """Run `command` unless `output` exists; print its wall time."""
-    if output.exists():
-        print(f"{name}: {output} exists, skipped", file=sys.stderr)
-        return
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, check=False, stdout=subprocess.DEVNULL)
-    if done.returncode not in ok:
-        raise SystemExit(f"{name}: exit {done.returncode}: {' '.join(command)}")
-    print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-
-
-def cpu_flags() -> str:
-    """llama.cpp's system info: the instruction sets the figures were measured with."""
-    import llama_cpp
-
-    return " ".join(re.findall(r"(\w+) = 1", llama_cpp.llama_print_system_info().decode()))
 
 
 def main() -> None:

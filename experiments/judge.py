@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _common import cpu_flags, step
+
 REGRESS = [sys.executable, "-m", "regress.cli"]
 POLICY = """\
 max_drop: 0.05
@@ -38,27 +36,6 @@ judge:
   model: gemma3-270m
   template: {template}
 """
-
-
-def step(name: str, output: Path, command: list[str], ok: tuple[int, ...] = (0,)) -> float:
-    """Run `command` unless `output` exists; return its wall time (0 when skipped)."""
-    if output.exists():
-        print(f"{name}: {output} exists, skipped", file=sys.stderr)
-        return 0.0
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, check=False, stdout=subprocess.DEVNULL)
-    if done.returncode not in ok:
-        raise SystemExit(f"{name}: exit {done.returncode}: {' '.join(command)}")
-    seconds = time.perf_counter() - start
-    print(f"{name}: {seconds:.0f} s", file=sys.stderr)
-    return seconds
-
-
-def cpu_flags() -> str:
-    """llama.cpp's system info: the instruction sets the figures were measured with."""
-    import llama_cpp
-
-    return " ".join(re.findall(r"(\w+) = 1", llama_cpp.llama_print_system_info().decode()))
 
 
 def main() -> None:

@@ -30,10 +30,12 @@ import argparse
 import re
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _common import REPO, cpu_flags
+from _common import step as _step
+
 sys.path.insert(0, str(REPO / "tests"))
 
 from chromium import chromium, draw  # noqa: E402 (the test helpers, found above)
@@ -59,19 +61,9 @@ gates:
   refusal_rate: {unit: json_extraction, max: 0.10}
   ttft_ms: {max: 500}
 """
+# The commands' own output shows: this script is watched as it draws.
+step = partial(_step, show_output=True)
 GENERATION = ["--repeats", "3", "--gen-kwargs", "temperature=0.7,seed=1"]
-
-
-def step(name: str, output: Path, command: list[str], ok: tuple[int, ...] = (0,)) -> None:
-    """Run `command` unless `output` exists; print its wall time."""
-    if output.exists():
-        print(f"{name}: {output} exists, skipped")
-        return
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, check=False)
-    if done.returncode not in ok:
-        raise SystemExit(f"{name}: exit {done.returncode}: {' '.join(command)}")
-    print(f"{name}: {time.perf_counter() - start:.0f} s (exit {done.returncode})")
 
 
 def make_inputs(work: Path) -> list[Path]:
@@ -166,14 +158,6 @@ def make_inputs(work: Path) -> list[Path]:
         bench,
         work / "history.jsonl",
     ]
-
-
-def cpu_flags() -> str:
-    """llama.cpp's system info: the instruction sets the figures were measured with."""
-    import llama_cpp
-
-    info = llama_cpp.llama_print_system_info().decode()
-    return " ".join(re.findall(r"(\w+) = 1", info))
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from regress.gate.check import CandidateModel, CheckOptions, check
 from regress.gate.compare import compare
 from regress.gate.drop_tests import PairedCounts
 from regress.gate.margin_test import Side
-from regress.gate.policy import Policy, parse_policy
+from regress.gate.policy import Metric, Policy, Requirement, parse_policy
 from regress.gate.power import accuracy_n
 from regress.gate.results import UnitKind, Verdict
 from regress.gate.rules import Rule, regression
@@ -513,6 +513,41 @@ def test_a_grader_that_gives_every_answer_one_score_decides_nothing(judge_server
     assert _score_oracle([0.5] * 40, [0.5] * 40, policy).verdict is Verdict.PASS
     assert unit.verdict is Verdict.INCONCLUSIVE
     assert unit.reason.startswith("the judge gave every answer the same score (3)")
+
+
+def test_a_quality_gate_tests_the_candidates_mean_grade(judge_server) -> None:
+    """`gates: quality: {min: ...}` with the rubric grader: its value and tests are the
+    one-sample t-tests of the candidate's own grades in the judgements (the oracle: scipy on
+    them); a bound under the grades is shown met, one over them shown failing; a pairwise
+    judge, or a grader that gives every answer one score, leaves it not evaluated."""
+    from scipy import stats
+
+    url, _ = judge_server
+    base, cand = _runs({k: f"answer {k} +" for k in range(20)})
+    policy = _policy(_spec(url, template="rubric"), max_drop=0.05)
+    for bound, verdict, code in ((3.2, Verdict.PASS, 0), (3.8, Verdict.REGRESSION, 1)):
+        gated = replace(policy, gates=(Requirement(Metric.QUALITY, bound),))
+        result = check(base, cand, CheckOptions(policy=gated))
+        grades = [float(j.verdicts[1]) for j in result.judgements]
+        assert sorted(set(grades)) == [3.0, 4.0]  # 4 of 5 with a "+", else 3
+        (gate,) = result.comparison.requirements
+        assert (gate.n, gate.value) == (40, pytest.approx(np.mean(grades)))
+        assert gate.fail_pvalue == pytest.approx(
+            stats.ttest_1samp(grades, bound, alternative="less").pvalue
+        )
+        assert gate.pass_pvalue == pytest.approx(
+            stats.ttest_1samp(grades, bound, alternative="greater").pvalue
+        )
+        assert gate.verdict is verdict and result.comparison.exit_code == code
+        assert gate.reason.startswith("3.50 on 40 examples (95% CI ")
+    gated = replace(policy, gates=(Requirement(Metric.QUALITY, 3.0),))
+    pairwise = replace(gated, judge=_spec(url))
+    (gate,) = check(base, cand, CheckOptions(policy=pairwise)).comparison.requirements
+    assert gate.value is None and gate.verdict is Verdict.INCONCLUSIVE
+    assert "no unit was scored by a grading judge" in gate.reason
+    same, alike = _runs({})
+    (gate,) = check(same, alike, CheckOptions(policy=gated)).comparison.requirements
+    assert gate.value is None and "gave every answer of open_answers one score" in gate.reason
 
 
 def test_a_missing_judge_model_is_refused_before_the_candidate_runs(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def test_a_failing_gate_fails_the_gate_and_its_report_says_which():
     [
         (Requirement(Metric.PASS_AT_1, 0.5, "core"), "the suite has no unit 'core'"),
         (Requirement(Metric.TTFT_MS, 500), "no bench file of the candidate was given"),
-        (Requirement(Metric.QUALITY, 4.0), "judge gates pairwise only so far"),
+        (Requirement(Metric.QUALITY, 4.0), "no unit was scored by a grading judge"),
         (Requirement(Metric.REFUSAL_RATE, 0.02), "not generations"),
     ],
 )

@@ -31,6 +31,7 @@ from rich.text import Text
 
 from regress.backends import BACKENDS, parse_model_args
 from regress.core.errors import BadInput, ExitCode, RegressError
+from regress.core.files import write_text_atomic
 from regress.run.cache import default_cache_dir
 from regress.run.engine import Shard
 from regress.run.generation import REASONING_CAPS, GenerationSettings, parse_gen_kwargs
@@ -440,10 +441,10 @@ def note_cache(outcome: Outcome) -> None:
 
 
 def write_report(path: Path, text: str) -> None:
-    """Write a report file, creating its folder; one clear line when that is impossible."""
+    """Write a report file whole (atomically), creating its folder; one clear line when that
+    is impossible."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_text_atomic(path, text)
     except OSError as exc:
         raise BadInput(f"cannot write the report to {path}: {exc.strerror or exc}") from exc
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from regress.core import safe_json
 from regress.core.errors import BadInput, RunFailed
+from regress.core.files import umask
 from regress.core.git_versions import VERSION, earlier_version, extract
 from regress.core.manifest import Manifest, Run
 from regress.core.records import Record
@@ -192,9 +193,7 @@ def write_run(run: Run, target: Path) -> None:
 def _swap_in(run: Run, target: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would hide a committed baseline
+        os.chmod(tmp, 0o777 & ~umask())  # mkdtemp's 0700 would hide a committed baseline
         _write_tree(run, tmp)
         old = target.parent / f".{target.name}.old"
         if target.exists():

@@ -55,7 +55,7 @@ from regress.gate.format_pool import SUFFIX as POOLED
 from regress.gate.format_pool import pooled
 from regress.gate.format_spread import spread_changes
 from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
-from regress.gate.judged import JudgedSummary, judged_pairs, needs_judge
+from regress.gate.judged import JudgedSummary, candidate_scores, judged_pairs, needs_judge
 from regress.gate.margin_test import Side
 from regress.gate.pairing import Pair, pair_runs
 from regress.gate.perplexity import corpus_shift
@@ -90,6 +90,7 @@ from regress.gate.stats import (
 from regress.gate.stratified import stratified_test, weighted_mean
 from regress.gate.turns import turn_changes
 from regress.run.judge import Judged
+from regress.tasks.judge_templates import Mode
 
 CI_ALPHA = 0.05
 """The confidence interval of Δ is always a 95% interval, whatever the policy's alpha."""
@@ -249,6 +250,8 @@ def judge(
     required = [
         measure_latency(r, latency or Latency())
         if r.metric is Metric.TTFT_MS
+        else _quality(r, summaries, judged)
+        if r.metric is Metric.QUALITY
         else _requirement(r, units, pairs, unit_policies)
         for r in policy.gates
     ]
@@ -372,6 +375,28 @@ def _requirement(
     if refusals and not generated:
         return measure(requirement, None, "its examples are not generations: nothing to refuse")
     return measure(requirement, values, "")
+
+
+def _quality(
+    requirement: Requirement, summaries: dict[str, JudgedSummary], judged: Judged | None
+) -> RequirementResult:
+    """A `quality` gate's raw tests on the candidate's scores from the grading judge, in its
+    unit (every graded unit when it names none). Not evaluated without a grading judge, or
+    when the judge gave every answer one score: its mean would then say nothing."""
+    graded = {name: s for name, s in summaries.items() if s.mode != Mode.PAIRWISE}
+    if requirement.unit is not None and requirement.unit not in graded:
+        why = f"no grading judge (judge.mode single or rubric) scored unit {requirement.unit!r}"
+        return measure(requirement, None, why)
+    names = [requirement.unit] if requirement.unit else sorted(graded)
+    if judged is None or not names:
+        why = "no unit was scored by a grading judge (judge.mode single or rubric)"
+        return measure(requirement, None, why)
+    for name in names:
+        if not graded[name].decides:
+            return measure(requirement, None, f"the judge gave every answer of {name} one score")
+    return measure(
+        requirement, candidate_scores([j for j in judged.judgements if j.unit in names]), ""
+    )
 
 
 def _creep_policies(since: Since, policy: Policy) -> dict[str, UnitPolicy]:

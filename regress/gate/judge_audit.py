@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,10 +23,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as sps
 
-from regress.core import safe_json
 from regress.core.errors import BadInput
+from regress.core.files import write_text_atomic
 from regress.gate.stats import wilson_interval
 from regress.run.judge import Judgement, Outcome, outcome_of
+from regress.tasks.loaders import read_jsonl_numbered
 
 CATEGORIES = ("win", "tie", "loss")
 """The outcomes people and the judge share, in the order of the confusion matrix."""
@@ -365,15 +365,10 @@ def write_sample(forms: Sequence[dict[str, Any]], path: Path, force: bool = Fals
     if path.exists() and not force:
         raise BadInput(f"{path} exists (it may hold labels already; --force replaces it)")
     text = "".join(json.dumps(form, ensure_ascii=False) + "\n" for form in forms)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(path, text)
     except OSError as exc:
         raise BadInput(f"cannot write the sample to {path}: {exc.strerror or exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def render_audit(audit: Audit) -> str:
@@ -486,27 +481,13 @@ def _form(judgement: Judgement, candidate_first: bool) -> dict[str, Any]:
     }
 
 
-def _objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _objects(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The JSON objects of a JSON Lines file with their file:line; blank lines are skipped."""
     try:
-        data = path.read_bytes()
+        rows = read_jsonl_numbered(path)
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror})") from exc
-    for lineno, raw in enumerate(data.splitlines(), 1):
-        where = f"{path}:{lineno}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadInput(f"{where}: not UTF-8 text (byte {exc.start})") from exc
-        if not line.strip():
-            continue
-        try:
-            obj = safe_json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{where}: not valid JSON ({exc.msg})") from exc
-        if not isinstance(obj, dict):
-            raise BadInput(f"{where}: not a JSON object")
-        yield where, obj
+    return [(f"{path}:{number}", obj) for number, obj in rows]
 
 
 def _judgement(obj: dict[str, Any], where: str) -> Judgement:

@@ -112,6 +112,17 @@ def outcome_pairs(
     return out
 
 
+def candidate_scores(judgements: Sequence[Judgement]) -> list[float]:
+    """The candidate's score of each graded example the judge gave a verdict on, on the
+    template's scale: a failed answer scores the scale's bottom (1), as it scores 0 in the
+    unit's test. Judge errors are left out (they count as the unit's failures)."""
+    return [
+        float(j.verdicts[1]) if j.verdicts[1] is not None else 1.0
+        for j in judgements
+        if j.mode != Mode.PAIRWISE and j.outcome is not Outcome.JUDGE_ERROR
+    ]
+
+
 def _scaled(score: str | None, top: int) -> float:
     """A score on [0, 1]; a side that failed (no score) is scored by its status anyway."""
     return (int(score) - 1) / (top - 1) if score is not None else 0.0

@@ -111,14 +111,12 @@ class Metric(StrEnum):
     """The candidate's median time to first token, from a bench file (`check --bench`): at
     most `max` milliseconds."""
     QUALITY = "quality"
-    """A judged quality score (rubric mode, not built yet), so never evaluated."""
+    """The candidate's mean judged score on the grading judge's scale (`judge.mode` single,
+    1-10, or rubric, 1-5): at least `min`."""
 
 
 MINIMA = {Metric.PASS_AT_1, Metric.QUALITY}
 """Metrics bounded from below (`min`); the others from above (`max`)."""
-NOT_HERE = {
-    Metric.QUALITY: "it needs rubric-judged scores, and the judge gates pairwise only so far",
-}
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ requirement is two one-sided tests of the candidate's own rate, like a unit's ma
 
 A 0/1 outcome per example is tested exactly (binomial, scipy's `binomtest`); a rate per
 example in [0, 1] (pass@1 over repeats, a refusal share of several samples) by a one-sided
-t-test of its mean. `ttft_ms` bounds the median time to first token of the candidate's
+t-test of its mean, as is `quality`, the candidate's judged score on the grading judge's scale
+(seed 002's weighted quality score; one t-test over the examples, as the report's bootstrap
+interval is over them). `ttft_ms` bounds the median time to first token of the candidate's
 requests in a bench file: an exact sign test, the share of requests slower than the bound
 against one half. A requirement that cannot be evaluated (its unit is not in the suite, it
-has no generations to refuse, no bench file of the candidate was given) is INCONCLUSIVE with
-the reason, never a silent PASS.
+has no generations to refuse, no grading judge scored it, no bench file of the candidate was
+given) is INCONCLUSIVE with the reason, never a silent PASS.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from scipy import stats
 
-from regress.gate.policy import NOT_HERE, Metric, Requirement
+from regress.gate.policy import Metric, Requirement
 from regress.gate.results import Verdict
 
 
@@ -95,29 +97,30 @@ def measure(
     requirement: Requirement, values: Sequence[float] | None, missing: str
 ) -> RequirementResult:
     """The raw tests of `requirement` on the candidate's per-example `values` (its unit's
-    metric, or each example's refusal share); None: not evaluable, for the reason `missing`.
-    The verdict is settled once the gate has corrected the p-values (`settle`)."""
+    metric, each example's refusal share, or its judged score); None: not evaluable, for the
+    reason `missing`. The verdict is settled once the gate has corrected the p-values
+    (`settle`)."""
     blank = _blank(requirement)
-    why = NOT_HERE.get(requirement.metric) or (missing if values is None else None)
-    if why is None and not values:
-        why = "no candidate example to measure"
-    if why is not None or values is None:
+    if values is None or not values:
+        why = missing if values is None else "no candidate example to measure"
         return replace(blank, reason=f"not evaluated: {why}")
-    fail, passed = _tests(values, requirement.bound, requirement.at_least)
+    # A judged score is on the judge's scale, never a 0/1 outcome, whatever values it took.
+    binary = requirement.metric is not Metric.QUALITY and all(v in (0.0, 1.0) for v in values)
+    fail, passed = _tests(values, requirement.bound, requirement.at_least, binary)
     return replace(
         blank,
         n=len(values),
         value=sum(values) / len(values),
-        ci=_interval(values),
+        ci=_interval(values, binary),
         fail_pvalue=fail,
         pass_pvalue=passed,
     )
 
 
-def _interval(values: Sequence[float]) -> tuple[float, float]:
+def _interval(values: Sequence[float], binary: bool) -> tuple[float, float]:
     """The 95% interval that goes with the tests: exact (Clopper-Pearson) for 0/1 outcomes,
-    Student's t for per-example rates."""
-    if all(v in (0.0, 1.0) for v in values):
+    Student's t for per-example rates and scores."""
+    if binary:
         ci = stats.binomtest(int(sum(values)), len(values)).proportion_ci(CONFIDENCE)
     elif len(set(values)) == 1:
         return values[0], values[0]
@@ -134,14 +137,18 @@ def _blank(requirement: Requirement) -> RequirementResult:
     )  # fmt: skip
 
 
-def _tests(values: Sequence[float], bound: float, at_least: bool) -> tuple[float, float]:
-    """(p shown failing, p shown met) of a rate that must be >= bound (at_least) or <= it."""
-    if all(v in (0.0, 1.0) for v in values):
+def _tests(
+    values: Sequence[float], bound: float, at_least: bool, binary: bool
+) -> tuple[float, float]:
+    """(p shown failing, p shown met) of a rate or score that must be >= bound (at_least) or
+    <= it; `binary`: the values are 0/1 outcomes, tested exactly."""
+    if binary:
         k, n = int(sum(values)), len(values)
         below = stats.binomtest(k, n, bound, alternative="less").pvalue
         above = stats.binomtest(k, n, bound, alternative="greater").pvalue
     else:
-        # Per-example rates: the mean's one-sided t-tests (constant values: no spread).
+        # Per-example rates or scores: the mean's one-sided t-tests (constant values: no
+        # spread).
         if len(set(values)) == 1:
             mean = values[0]
             below, above = float(mean >= bound), float(mean <= bound)
@@ -163,7 +170,10 @@ def settle(
     if result.value is None:
         return result
     ttft = result.metric == Metric.TTFT_MS
-    form = (lambda v: f"{v:,.0f} ms") if ttft else (lambda v: f"{v:.1%}")
+    form = {
+        Metric.TTFT_MS: lambda v: f"{v:,.0f} ms",
+        Metric.QUALITY: lambda v: f"{v:.2f}",
+    }.get(Metric(result.metric), lambda v: f"{v:.1%}")
     value = (
         f"median {form(result.value)} over {result.n:,} requests"
         if ttft

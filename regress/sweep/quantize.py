@@ -17,6 +17,7 @@ from pathlib import Path
 from regress.backends.gguf_header import read_header
 from regress.backends.models import check_gguf
 from regress.core.errors import BadInput, RunFailed
+from regress.core.files import umask
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,7 @@ def quantize_file(
                 f"llama.cpp could not quantize {src} to {settings.name} (status {status}); "
                 "some types (IQ2_XXS, Q2_K_S) need an importance matrix"
             )
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the model from a CI cache
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp's 0600 would hide the model from a CI cache
         os.replace(tmp, out)
     finally:
         log.setLevel(level)

@@ -46,6 +46,11 @@ def data_file(source: DataSource, relative: str, task: str) -> Path:
 
 def read_jsonl(path: Path) -> list[Doc]:
     """One JSON object per non-blank line (nested at most safe_json.MAX_DEPTH deep)."""
+    return [row for _, row in read_jsonl_numbered(path)]
+
+
+def read_jsonl_numbered(path: Path) -> list[tuple[int, Doc]]:
+    """Each non-blank line's number and JSON object, for messages that name the line."""
     rows = []
     # split("\n") as file iteration does: JSON strings may hold U+2028 and other line breaks.
     for number, line in enumerate(read_text(path).split("\n"), start=1):
@@ -57,7 +62,7 @@ def read_jsonl(path: Path) -> list[Doc]:
             raise BadInput(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
         if not isinstance(row, dict):
             raise BadInput(f"{path}:{number}: expected a JSON object")
-        rows.append(row)
+        rows.append((number, row))
     return rows
 
 
