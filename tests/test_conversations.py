@@ -39,6 +39,8 @@ from regress.tasks.conversation import (
     ConversationTask,
     cluster_interval,
     conversation_task,
+    judge_answer,
+    judge_question,
     judge_turn,
     read_conversations,
 )
@@ -178,6 +180,29 @@ def test_reference_history_puts_the_given_replies_in_context(tmp_path: Path) -> 
     [record] = evaluate_one(one_task(tmp_path, turns, history="reference"), backend).records
     assert backend.sent[1].messages[1] == ("assistant", "Nice to meet you, Ana.")
     assert record.correct == 1 and record.scores["turn_pass"] == [None, 1]
+
+
+def test_a_judge_reads_what_the_model_saw_and_each_reply(tmp_path: Path) -> None:
+    turns = [
+        {"user": "My name is Ana.", "assistant": "Nice to meet you, Ana."},
+        {"user": "What is my name?", "check": {"expected": "Ana", "match": "contains"}},
+    ]
+    mine = [{"user": turns[0]["user"]}, turns[1]]
+    [own] = one_task(tmp_path, mine, system="Be brief.").examples(DataSource())
+    assert judge_question(own.doc) == (
+        "(System message: Be brief.)\n\nUser, turn 1 of 2: My name is Ana.\n\n"
+        "User, turn 2 of 2: What is my name?"
+    )
+    # With the reference history the given reply was in the model's context: so in the question.
+    [given] = one_task(tmp_path, turns, history="reference").examples(DataSource())
+    assert judge_question(given.doc) == (
+        "User, turn 1 of 2: My name is Ana.\n\n"
+        "(Given assistant reply to turn 1: Nice to meet you, Ana.)\n\n"
+        "User, turn 2 of 2: What is my name?"
+    )
+    assert (
+        judge_answer(["Hi Ana.", "Ana."]) == "Assistant, turn 1: Hi Ana.\n\nAssistant, turn 2: Ana."
+    )
 
 
 def test_the_checks_a_turn_can_have() -> None:

@@ -109,3 +109,12 @@ def test_a_bad_price_table_is_one_line_of_bad_input(tmp_path: Path) -> None:
     path.write_text("per_token: 1\n")
     with pytest.raises(BadInput):
         load_prices(path)
+    # The judge's own block: per-token prices only (it has no wall time of its own).
+    path.write_text("judge: {per_second: 1}\n")
+    with pytest.raises(BadInput, match="judge is a mapping of input_per_1k, output_per_1k"):
+        load_prices(path)
+    path.write_text("judge: {output_per_1k: -2}\n")
+    with pytest.raises(BadInput, match="judge: output_per_1k must be a number >= 0, got -2"):
+        load_prices(path)
+    path.write_text("output_per_1k: 1\njudge: {output_per_1k: 3}\n")
+    assert load_prices(path) == Prices(output_per_1k=1.0, judge=Prices(output_per_1k=3.0))

@@ -37,7 +37,7 @@ from regress.gate.results import UnitKind, Verdict
 from regress.gate.rules import Rule, regression
 from regress.gate.stats import Test as McNemar
 from regress.gate.stats import mcnemar_pvalue
-from regress.run.judge import JudgeSpec, Outcome, outcome_of
+from regress.run.judge import JudgeSpec, Outcome, judge_id, outcome_of
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource, doc_hash
 from regress.tasks.judge_templates import BUILTIN, judge_template
@@ -60,6 +60,7 @@ class _Judge(BaseHTTPRequestHandler):
     """The scripted judge (see the module docstring); counts the judgements it is asked."""
 
     calls = 0
+    prompts: list[str] = []
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         self._send({"data": [{"id": "scripted-judge"}]})
@@ -68,6 +69,7 @@ class _Judge(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).calls += 1
         prompt = body["messages"][-1]["content"]
+        type(self).prompts.append(prompt)
         graded = _GRADED.search(prompt)
         if graded:
             self._reply(prompt, _grade(prompt, graded.group(1)))
@@ -102,7 +104,7 @@ class _Judge(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def judge_server() -> Iterator[tuple[str, type[_Judge]]]:
-    handler = type("Judge", (_Judge,), {"calls": 0})
+    handler = type("Judge", (_Judge,), {"calls": 0, "prompts": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -341,6 +343,63 @@ def test_without_a_judge_the_unit_is_left_out_and_said_so() -> None:
     assert "unit open_answers: only a judge can score it, and none did" in result.warnings[0]
 
 
+def test_a_conversation_is_judged_whole_every_turn_and_each_reply(judge_server) -> None:
+    """A conversation unit named in `judge.units` is judged pairwise on whole conversations:
+    the judge reads every user turn and each side's reply to each (the scripted judge prefers
+    the side whose replies hold more "+": here the candidate's last reply)."""
+    url, server = judge_server
+    examples = get_tasks(["conversations"])[0].examples(DataSource())
+    info = TaskInfo(
+        "conversations", None, len(examples), 0, "conv_pass", "generate_until", "d" * 64, "p" * 64
+    )
+
+    def records(last: str) -> list[Record]:
+        out = []
+        for e in examples:
+            turns = len(e.doc["turns"])
+            replies = [f"reply {t + 1}" + (last if t == turns - 1 else "") for t in range(turns)]
+            out.append(
+                Record(
+                    "conversations",
+                    e.doc_id,
+                    doc_hash(e.doc),
+                    "x",
+                    None,
+                    replies,
+                    1,
+                    {"conv_pass": 1.0},
+                )  # fmt: skip
+            )
+        return out
+
+    base = run("base", {"conversations": records("")}, [info])
+    cand = run("cand", {"conversations": records(" +")}, [info])
+    policy = _policy(replace(_spec(url), units=("conversations",)), min_examples=10)
+    result = check(base, cand, CheckOptions(policy=policy))
+    (unit,) = result.comparison.units
+    assert (unit.judged.wins, unit.judged.losses) == (len(examples), 0)
+    assert server.calls == 2 * len(examples)
+    first = examples[0].doc
+    n = len(first["turns"])
+    [prompt, _] = [p for p in server.prompts if first["turns"][0]["user"] in p]
+    for i, turn in enumerate(first["turns"], 1):
+        assert f"User, turn {i} of {n}: {turn['user']}" in prompt
+        assert f"Assistant, turn {i}: reply {i}" in prompt
+    assert f"(System message: {first['system']})" in prompt
+
+
+def test_the_same_weights_under_another_path_or_name_are_the_same_judge() -> None:
+    spec = _spec("http://127.0.0.1:9/v1")
+    renamed = replace(spec, model="another-alias")
+    assert judge_id(renamed.identity()) == judge_id(spec.identity())
+    assert "model" not in spec.identity() and spec.identity()["model_sha256"] == SHA
+    # Without the weights' sha256, the name is all that tells two judges apart.
+    unpinned = replace(spec, model_args={"base_url": "http://127.0.0.1:9/v1"})
+    other = replace(unpinned, model="another-alias")
+    assert judge_id(unpinned.identity()) != judge_id(other.identity())
+    assert judge_id(replace(spec, seed=1).identity()) != judge_id(spec.identity())
+
+
 def test_a_misspelt_judged_unit_is_reported(judge_server) -> None:
     url, _ = judge_server
     base, cand = _runs({})
@@ -364,29 +423,61 @@ def test_the_policy_block_is_read_and_checked() -> None:
         parse_policy({"judge": {"model": "j", "template": "single", "mode": "rubric"}})
 
 
-def test_check_writes_the_judgements_file(judge_server, tmp_path: Path) -> None:
-    url, _ = judge_server
+def _cli_check(url: str, tmp_path: Path, *extra: str) -> str:
+    """`regress check` of the mixed candidate's stored run under the scripted judge."""
     base, cand = _runs(_mixed())
     write_run(base, tmp_path / "store" / "main")
     write_run(cand, tmp_path / "cand")
     policy = tmp_path / "policy.yaml"
     block = {"model": "scripted-judge", "backend": "openai", "model_args": _spec(url).model_args}
     policy.write_text(json.dumps({"min_examples": 30, "judge": block}), encoding="utf-8")
-    out = tmp_path / "judgements.jsonl"
     result = CliRunner().invoke(
         cli,
         [
             "check", "--baseline", "main", "--store", str(tmp_path / "store"),
-            "--candidate-run", str(tmp_path / "cand"), "--policy", str(policy),
-            "--judgements", str(out), "--no-cache",
+            "--candidate-run", str(tmp_path / "cand"), "--policy", str(policy), "--no-cache",
+            *extra,
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "### Judged units" in result.output
+    return result.output
+
+
+def test_check_writes_the_judgements_file(judge_server, tmp_path: Path) -> None:
+    url, _ = judge_server
+    out = tmp_path / "judgements.jsonl"
+    assert "### Judged units" in _cli_check(url, tmp_path, "--judgements", str(out))
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 40 and {line["judge"] for line in lines} == {lines[0]["judge"]}
     outcomes = [line["outcome"] for line in lines]
     assert outcomes.count("win") == 30 and outcomes.count("judge_error") == 2
+
+
+def test_the_report_prices_the_judges_calls_at_the_judges_own_prices(
+    judge_server, tmp_path: Path
+) -> None:
+    url, server = judge_server
+    gate = tmp_path / "gate.json"
+    _cli_check(url, tmp_path, "--report-json", str(gate))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(
+        "input_per_1k: 9\ncurrency: EUR\njudge: {input_per_1k: 0.5, output_per_1k: 2}\n"
+    )
+    page = tmp_path / "exec.html"
+    args = ["report", str(gate), "--view", "exec", "--prices", str(prices), "-o", str(page)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    [judged] = [u["judged"] for u in json.loads(gate.read_text())["units"]]
+    prompt, completion = judged["tokens"]["prompt"], judged["tokens"]["completion"]
+    # What the scripted server said it used: 7 generated tokens a call, 80 calls (both orders
+    # of 40 examples).
+    assert judged["calls"] == server.calls == 80 and completion == 7 * 80
+    cost = prompt / 1000 * 0.5 + completion / 1000 * 2
+    text = page.read_text()
+    row = re.search(r"<h3>Judge calls</h3><table>.*?</table>", text, re.S)
+    assert row and f"{prompt:,} + {completion:,}" in row.group()
+    assert f"{cost:.6f} EUR" in row.group() and f"{cost / 40:.6f} EUR" in row.group()
+    assert judged["judge"] in row.group()
 
 
 @pytest.mark.parametrize("bias", [0.3, 0.8])

@@ -26,6 +26,8 @@ from regress.run.generation import GenerationSettings
 from regress.run.judge import JudgeSpec, Outcome, outcome_of
 from regress.run.runner import RunPlan, execute
 from regress.tasks import get_tasks
+from regress.tasks.base import DataSource
+from regress.tasks.conversation import judge_answer
 from regress.tasks.judge_templates import BUILTIN
 
 pytestmark = pytest.mark.model
@@ -123,3 +125,34 @@ def test_a_rerun_replays_the_real_judge_from_the_cache(judged) -> None:
     assert again.judgements == result.judgements
     (use,) = [u for u in again.comparison.cache if u.run == "judge"]
     assert (use.replayed, use.computed) == (2 * N * 3, 0)
+
+
+def test_a_real_judge_reads_whole_conversations(tmp_path) -> None:
+    """A built-in conversation run on SmolLM2, judged whole by Gemma (the same run on both
+    sides: the plumbing, not a verdict): the judge's question holds every user turn, each
+    answer every real reply turn by turn, and its verdicts are the oracle's log-probs."""
+    specs = (TaskSpec(get_tasks(["conversations"])[0], 0, 1),)
+    base = execute(RunPlan(specs, "smollm2-135m", name="base")).run
+    spec = JudgeSpec(
+        "gemma3-270m", model_args={"n_ctx": 2048}, min_consistency=0.0, units=("conversations",)
+    )
+    result = check(base, base, CheckOptions(policy=Policy(min_examples=1, judge=spec)))
+    records = base.records["conversations"]
+    assert [j.doc_id for j in result.judgements] == [r.doc_id for r in records]
+    docs = {e.doc_id: e.doc for e in get_tasks(["conversations"])[0].examples(DataSource())}
+    prompts = []
+    for j, record in zip(result.judgements, records, strict=True):
+        assert j.baseline == j.candidate == judge_answer(record.pred)
+        assert len(record.pred) == len(docs[j.doc_id]["turns"]) >= 3
+        for turn in docs[j.doc_id]["turns"]:
+            assert turn["user"] in j.question
+        prompts += [
+            BUILTIN["pairwise"].render(j.question, answer_a=j.baseline, answer_b=j.baseline)
+        ]
+    for j, expected in zip(result.judgements, _oracle(prompts), strict=True):
+        for reply in j.replies:  # both orders show the same texts: the same prompt
+            found = dict(re.findall(r"([ABC]) (-?\d+\.\d+)", reply))
+            for choice in "ABC":
+                assert float(found[choice]) == pytest.approx(expected[choice], abs=TOLERANCE)
+    (unit,) = result.comparison.units
+    assert unit.name == "conversations" and unit.judged is not None and unit.n == 1

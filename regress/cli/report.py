@@ -28,8 +28,8 @@ from regress.cli.common import handles_errors, stderr, write_report
     "--prices",
     type=click.Path(path_type=Path),
     default=None,
-    help="A price table (YAML: input_per_1k, output_per_1k, currency) for the views' cost "
-    "per success.",
+    help="A price table (YAML: input_per_1k, output_per_1k, currency, and a judge: block) "
+    "for the views' cost per success and the judge's calls.",
 )
 @handles_errors
 def report(

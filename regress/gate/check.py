@@ -66,6 +66,7 @@ from regress.run.judge import Answers, Judged, Judgement, judge_pairs
 from regress.run.runner import Outcome, RunPlan, baseline_specs, execute, plan_rerun
 from regress.tasks.base import DataSource, Example
 from regress.tasks.catalog import BUILTIN, TaskCatalog
+from regress.tasks.conversation import judge_answer, judge_question
 from regress.tasks.fewshot import FEWSHOT_DELIMITER
 
 RunProgress = Callable[[str], AbstractContextManager[Callable[[int, int, int], None] | None]]
@@ -380,22 +381,31 @@ def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> 
         for side, r in (("baseline", base), ("candidate", cand))
         if not r.ok
     ]
+    # A conversation is judged whole: every user turn, and each side's reply to each.
+    talk = example is not None and isinstance(example.doc.get("turns"), list)
+    if example is None:
+        question = ""
+    else:
+        question = judge_question(example.doc) if talk else _question(example)
     return Answers(
         task=base.task,
         doc_id=base.doc_id,
         unit=unit,
-        question=_question(example) if example is not None else "",
+        question=question,
         reference=reference if isinstance(reference, str) else None,
-        baseline=_text(base),
-        candidate=_text(cand),
+        baseline=_text(base, talk),
+        candidate=_text(cand, talk),
         failed="; ".join(failed),
     )
 
 
-def _text(record: Record) -> str | None:
-    """The answer a judge reads: the record's text; None when its example failed."""
+def _text(record: Record, conversation: bool) -> str | None:
+    """The answer a judge reads: the record's text (a conversation's replies, turn by turn);
+    None when its example failed."""
     if not record.ok:
         return None
+    if conversation and isinstance(record.pred, list):
+        return judge_answer([str(reply) for reply in record.pred])
     return record.pred if isinstance(record.pred, str) else str(record.pred)
 
 

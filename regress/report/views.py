@@ -22,7 +22,7 @@ import html
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -289,8 +289,10 @@ def _dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 def _costs(inputs: Inputs, prices: Prices | None) -> Section:
-    """Per run: tokens and (with a price table) money per successful example."""
-    if not inputs.accuracy:
+    """Per run: tokens and (with a price table) money per successful example; per gate
+    report with judged units, what the judge's calls took."""
+    judge = _judge_costs(inputs.comparisons, prices)
+    if not inputs.accuracy and not judge:
         return _missing("Cost per successful task", ADD_RUNS)
     rows = []
     for run, label in zip(inputs.accuracy, run_labels(inputs.accuracy), strict=True):
@@ -325,9 +327,57 @@ def _costs(inputs: Inputs, prices: Prices | None) -> Section:
         else f"Prices: {prices.input_per_1k:g} per 1,000 prompt tokens, "
         f"{prices.output_per_1k:g} per 1,000 generated tokens ({prices.currency})."
     )
+    table = f"<table>{head}{''.join(rows)}</table>" if rows else ""
     return Section(
-        f"<section><h3>Cost per successful task</h3><table>{head}{''.join(rows)}</table>"
-        f'<p class="note">{coded(note)}</p></section>'
+        f"<section><h3>Cost per successful task</h3>{table}"
+        f'<p class="note">{coded(note)}</p>{judge}</section>'
+    )
+
+
+def _judge_costs(comparisons: Sequence[dict[str, Any]], prices: Prices | None) -> str:
+    """A table of the judge's calls in each gate report that judged units ('' if none)."""
+    rows = []
+    for report in comparisons:
+        judged = [u["judged"] for u in report.get("units", ()) if u.get("judged")]
+        if not judged:
+            continue
+        examples = sum(j["wins"] + j["losses"] + j["ties"] + j["judge_errors"] for j in judged)
+        prompt = sum(j["tokens"].get("prompt", 0) for j in judged)
+        completion = sum(j["tokens"].get("completion", 0) for j in judged)
+        priced = prices.judge if prices is not None else None
+        money = priced.tokens(prompt, completion) if priced is not None else None
+        rows.append(
+            _cells(
+                report.get("candidate", {}).get("label", ""),
+                ", ".join(sorted({j["judge"] for j in judged})),
+                f"{examples:,}",
+                f"{sum(j['calls'] for j in judged):,}",
+                f"{prompt:,} + {completion:,}",
+                f"{money:.6f} {prices.currency}" if money is not None and prices else "",
+                f"{money / examples:.6f} {prices.currency}"
+                if money is not None and prices and examples
+                else "",
+            )
+        )
+    if not rows:
+        return ""
+    head = _head(
+        "gate report (candidate)",
+        "judge",
+        "examples judged",
+        "calls",
+        "tokens (prompt + generated)",
+        "cost",
+        "cost per judged example",
+    )
+    note = (
+        "Judge calls and tokens come from the gate reports (`units[].judged`). Their cost "
+        "needs the price table's `judge:` block (`input_per_1k`, `output_per_1k`): a hosted "
+        "judge seldom costs what the model under test does. A check that replayed verdicts from "
+        "the cache reports the calls and tokens that first made them."
+    )
+    return (
+        f'<h3>Judge calls</h3><table>{head}{"".join(rows)}</table><p class="note">{coded(note)}</p>'
     )
 
 

@@ -8,6 +8,9 @@ input_per_1k: 0.00015    # per 1,000 prompt tokens (an API's price)
 output_per_1k: 0.0006    # per 1,000 generated tokens, reasoning included
 per_second: 0.0001       # per second of compute (a local machine's running cost)
 currency: USD
+judge:                   # the judge's own prices (docs/judge.md), when it has any
+  input_per_1k: 0.0025
+  output_per_1k: 0.01
 ```
 
 Per-second cost needs wall time, which records never hold (reruns must be byte-identical):
@@ -27,7 +30,8 @@ from regress.core import safe_yaml
 from regress.core.errors import BadInput
 from regress.core.records import Record
 
-_PRICE_KEYS = {"input_per_1k", "output_per_1k", "per_second", "currency"}
+_PRICE_KEYS = {"input_per_1k", "output_per_1k", "per_second", "currency", "judge"}
+_JUDGE_KEYS = {"input_per_1k", "output_per_1k"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,13 @@ class Prices:
     output_per_1k: float = 0.0
     per_second: float = 0.0
     currency: str = "USD"
+    judge: Prices | None = None
+    """The judge's prices per 1,000 tokens (a hosted judge seldom costs what the model under
+    test does); None: judge calls are counted, not priced."""
+
+    def tokens(self, prompt: int, completion: int) -> float:
+        """What `prompt` and `completion` tokens cost at these per-token prices."""
+        return prompt / 1000 * self.input_per_1k + completion / 1000 * self.output_per_1k
 
 
 def load_prices(path: Path) -> Prices:
@@ -50,13 +61,26 @@ def load_prices(path: Path) -> Prices:
         raise BadInput(f"price table {path}: not valid YAML") from exc
     if not isinstance(data, dict) or set(data) - _PRICE_KEYS:
         raise BadInput(f"price table {path}: a mapping of {', '.join(sorted(_PRICE_KEYS))}")
+    values = _numbers(data, _PRICE_KEYS - {"currency", "judge"}, f"price table {path}")
+    judge = None
+    if "judge" in data:
+        block = data["judge"]
+        if not isinstance(block, dict) or set(block) - _JUDGE_KEYS:
+            raise BadInput(
+                f"price table {path}: judge is a mapping of {', '.join(sorted(_JUDGE_KEYS))}"
+            )
+        judge = Prices(**_numbers(block, _JUDGE_KEYS, f"price table {path}: judge"))
+    return Prices(**values, currency=str(data.get("currency", "USD")), judge=judge)
+
+
+def _numbers(data: dict, keys: set[str], where: str) -> dict[str, float]:
     values = {}
-    for key in _PRICE_KEYS - {"currency"}:
+    for key in sorted(keys):
         value = data.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise BadInput(f"price table {path}: {key} must be a number >= 0, got {value!r}")
+            raise BadInput(f"{where}: {key} must be a number >= 0, got {value!r}")
         values[key] = float(value)
-    return Prices(**values, currency=str(data.get("currency", "USD")))
+    return values
 
 
 @dataclass(frozen=True)
@@ -91,11 +115,7 @@ def task_cost(task: str, records: Sequence[Record], prices: Prices, seconds: flo
     output_tokens = sum(r.tokens.get("completion", 0) for r in records)
     counted = [r.tokens.get("reasoning") for r in records if r.ok]
     reasoning = None if any(c is None for c in counted) else sum(c or 0 for c in counted)
-    cost = (
-        input_tokens / 1000 * prices.input_per_1k
-        + output_tokens / 1000 * prices.output_per_1k
-        + seconds * prices.per_second
-    )
+    cost = prices.tokens(input_tokens, output_tokens) + seconds * prices.per_second
     per_sample_tokens = output_tokens / samples if samples else 0.0
     rate = successes / samples if samples else 0.0
     final = output_tokens - (reasoning or 0)

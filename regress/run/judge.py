@@ -101,11 +101,14 @@ class JudgeSpec:
         return model_info(self.model).sha256
 
     def identity(self) -> dict[str, Any]:
-        """Everything that decides a verdict; its digest is the judge's id."""
+        """Everything that decides a verdict; its digest is the judge's id. The model's path
+        or served name is part of it only when its weights' sha256 is unknown: the same file
+        moved, or served under another name, is the same judge."""
         template = self.loaded_template()
+        sha = self.model_sha256()
         return {
-            "model": self.model,
-            "model_sha256": self.model_sha256(),
+            **({} if sha else {"model": self.model}),
+            "model_sha256": sha,
             "backend": self.backend,
             "model_args": result_params(dict(self.model_args)),
             "template": template.name,

@@ -213,6 +213,24 @@ def messages(item: Doc, turn: int, replies: Sequence[str] | None = None) -> tupl
     return (*out, ("user", item["turns"][turn]["user"]))
 
 
+def judge_question(item: Doc) -> str:
+    """A conversation as a judge reads its question: the system message and each turn's user
+    message, with `history: reference` the given reply that followed it (the model saw those;
+    with its own history it saw its own replies, which are the answers judged)."""
+    n = len(item["turns"])
+    lines = [f"(System message: {item['system']})"] if "system" in item else []
+    for i, turn in enumerate(item["turns"], 1):
+        lines.append(f"User, turn {i} of {n}: {turn['user']}")
+        if item["history"] == "reference" and i < n:
+            lines.append(f"(Given assistant reply to turn {i}: {turn['assistant']})")
+    return "\n\n".join(lines)
+
+
+def judge_answer(replies: Sequence[str]) -> str:
+    """One side's replies to a conversation, turn by turn, as a judge reads its answer."""
+    return "\n\n".join(f"Assistant, turn {i}: {reply}" for i, reply in enumerate(replies, 1))
+
+
 def cluster_interval(passed: Sequence[float], checked: Sequence[float]) -> tuple[float, float]:
     """95% percentile-bootstrap interval of pooled per-turn accuracy (sum passed / sum
     checked), resampling whole conversations (a cluster bootstrap)."""
