@@ -32,6 +32,7 @@ _SCALARS = {
 }
 """GGUF value type -> struct code (the type numbers of gguf.GGUFValueType)."""
 _STRING, _ARRAY = 8, 9
+GGUF_MAGIC = b"GGUF"
 _DEFAULT_ALIGNMENT = 32
 
 Scalar = int | float | bool | str
@@ -114,15 +115,22 @@ class _Cursor:
         return None
 
 
+def check_gguf(path: Path) -> None:
+    """Fail with one clear line unless `path` is a readable GGUF file."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise BadInput(f"cannot read model file {path}: {exc.strerror}") from exc
+    if magic != GGUF_MAGIC:
+        raise BadInput(f"{path} is not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+
+
 def read_header(path: Path) -> GGUFHeader:
     """The header of the GGUF file at `path`; BadInput names the file if it is not one."""
+    check_gguf(path)
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if data[:4] != b"GGUF":
-                magic = bytes(data[:4])
-                raise BadInput(
-                    f"{path} is not a GGUF file (starts with {magic!r}, expected b'GGUF')"
-                )
             return _parse(data)
     except OSError as exc:
         raise BadInput(f"cannot read model file {path}: {exc.strerror or exc}") from exc

@@ -45,7 +45,8 @@ from regress.backends.base import Progress, setting
 from regress.backends.chat import chat_template as resolve_template
 from regress.backends.chat import missing
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
-from regress.backends.models import cache_root, check_gguf, file_sha256, resolve_model_path
+from regress.backends.gguf_header import check_gguf
+from regress.backends.models import cache_root, file_sha256, resolve_model_path
 from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint, openmp_waiting, this_cpu
 from regress.core.requests import (

@@ -31,7 +31,8 @@ from regress.backends.base import Progress, setting
 from regress.backends.chat import chat_template as resolve_template
 from regress.backends.chat import missing
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
-from regress.backends.models import check_gguf, model_info, resolve_model_path
+from regress.backends.gguf_header import check_gguf
+from regress.backends.models import model_info, resolve_model_path
 from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import (
     HardwarePath,

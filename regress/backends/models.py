@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from regress.backends.gguf_header import read_header
+from regress.backends.gguf_header import check_gguf, read_header
 from regress.core.errors import BadInput, pip_install
 from regress.core.manifest import ModelInfo
-
-GGUF_MAGIC = b"GGUF"
 
 
 @dataclass(frozen=True)
@@ -164,17 +162,6 @@ def resolve_model_path(ref: str) -> Path:
             f"model {ref!r} not found (a .gguf path, a model folder, or one of: {known})"
         )
     return path
-
-
-def check_gguf(path: Path) -> None:
-    """Fail with one clear line unless `path` is a readable GGUF file."""
-    try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise BadInput(f"cannot read model file {path}: {exc.strerror}") from exc
-    if magic != GGUF_MAGIC:
-        raise BadInput(f"{path} is not a GGUF file (starts with {magic!r}, expected b'GGUF')")
 
 
 @cache

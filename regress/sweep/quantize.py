@@ -14,8 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from regress.backends.gguf_header import read_header
-from regress.backends.models import check_gguf
+from regress.backends.gguf_header import check_gguf, read_header
 from regress.core.errors import BadInput, RunFailed
 from regress.core.files import umask
 
