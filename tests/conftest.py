@@ -19,6 +19,22 @@ import pytest
 # importing regress.backends first sets regress's default (regress.backends.GOMP_SPINCOUNT).
 from regress.backends.models import resolve_model_path
 
+
+def _pin_xdist_worker() -> None:
+    """Give each pytest-xdist worker one core of its own, before any OpenMP runtime loads.
+
+    A model backend then runs on one thread (regress sizes its threads by this process's CPU
+    affinity), so two workers share 2 cores without their OpenMP threads spinning against each
+    other (5-100x slower), and one worker's Python, start-up and I/O overlap the other's model.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if worker.startswith("gw") and len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+
+
+_pin_xdist_worker()
+
 REPO = Path(__file__).resolve().parents[1]
 # CI clones the repo next to shared/, as on a developer's machine: <root>/main + <root>/shared.
 DATA_DIR = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -78,6 +94,13 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory):
     A CI machine starts cold; a shared ~/.cache/regress would let one run's results answer the
     next run's reruns and hide both slowness and cache-key bugs.
     """
+    cache = tmp_path_factory.mktemp("regress-cache")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # The workers of one run share the dequantised HF copies (30-40 s each to build): the
+        # cache keys them by the GGUF's sha256 and publishes each by an atomic rename.
+        shared = tmp_path_factory.getbasetemp().parent / "hf"
+        shared.mkdir(exist_ok=True)
+        (cache / "hf").symlink_to(shared, target_is_directory=True)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("REGRESS_CACHE_DIR", str(tmp_path_factory.mktemp("regress-cache")))
+        mp.setenv("REGRESS_CACHE_DIR", str(cache))
         yield

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,6 +75,31 @@ def test_gguf_is_cached_as_a_folder_keyed_by_its_sha256(backend: HFBackend) -> N
     folder = cache_root() / "hf" / digest
     assert json.loads((folder / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
     assert "quantization_config" not in json.loads((folder / "config.json").read_text())
+
+
+def test_processes_that_need_one_folder_dequantise_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two loads of one GGUF at once (two CI workers, two `regress` commands): the second waits
+    on the first's lock and reuses its folder instead of dequantising again."""
+    import regress.backends.hf as hf
+
+    built: list[Path] = []
+
+    def slow_build(gguf: Path, out: Path) -> None:
+        built.append(out)
+        time.sleep(1.0)  # long enough for the other thread to reach the lock
+        (out / "config.json").write_text("{}")
+
+    monkeypatch.setenv("REGRESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(hf, "_dequantise", slow_build)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + bytes(60))
+    with ThreadPoolExecutor(2) as pool:
+        folders = list(pool.map(hf._gguf_folder, [model, model]))
+    assert len(built) == 1 and folders[0] == folders[1]
+    assert json.loads((folders[0] / "config.json").read_text()) == {}
+    assert [p.name for p in folders[0].parent.iterdir() if p.name.startswith(".building")] == []
 
 
 def test_defaults_follow_lm_eval(backend: HFBackend) -> None:

@@ -73,8 +73,6 @@ def lm_eval_out(tmp_path_factory, data_dir, smollm2_path) -> Path:
     tasks_dir = write_task(root, data_dir)
     # The dequantised HF copy regress caches loads in 0.4 s instead of 15 s from the GGUF.
     folder = _model_folder(smollm2_path)
-    # Both cores: the model tier runs alone (scripts/test.sh), and one thread took 35 s here
-    # against 26 s with two.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     command = [
         sys.executable,

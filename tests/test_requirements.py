@@ -127,6 +127,20 @@ def test_gates_join_the_one_alpha_of_the_gate():
     assert gate.pass_adjusted_pvalue == pytest.approx(passes[1])
 
 
+@pytest.mark.parametrize("grade", [1.0, 7.0, 10.0])
+def test_one_grade_for_every_answer_shows_nothing_either_way(grade):
+    """A grader that gave every candidate answer the same grade: the t-test has no spread to
+    test, so the quality gate is neither shown met nor failing, whichever side the grade is
+    on; one differing grade makes it testable again."""
+    gate = Requirement(Metric.QUALITY, 6.0)
+    raw = measure(gate, [grade] * 80, "")
+    assert (raw.fail_pvalue, raw.pass_pvalue) == (1.0, 1.0) and raw.value == grade
+    result = settle(raw, raw.fail_pvalue, raw.pass_pvalue, ALPHA, evidence=True)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    spread = measure(gate, [grade] * 79 + [grade + (1 if grade < 10 else -1)], "")
+    assert min(spread.fail_pvalue, spread.pass_pvalue) < ALPHA
+
+
 def test_at_its_bound_a_gate_is_shown_either_way_at_most_alpha():
     """Seeded simulation: a candidate whose true pass@1 is exactly the bound is shown failing
     and shown met each in at most alpha of runs (exact tests: at most, not about)."""
@@ -134,12 +148,14 @@ def test_at_its_bound_a_gate_is_shown_either_way_at_most_alpha():
     gate = Requirement(Metric.PASS_AT_1, 0.85)
     runs_, n = 4000, 300
     failed = passed = 0
-    for k in rng.binomial(n, 0.85, size=runs_):
+    # The runs repeat few distinct counts: each is measured once and weighted by its runs.
+    counts, times_each = np.unique(rng.binomial(n, 0.85, size=runs_), return_counts=True)
+    for k, times in zip(counts, times_each, strict=True):
         values = [1.0] * int(k) + [0.0] * (n - int(k))
         raw = measure(gate, values, "")
         result = settle(raw, raw.fail_pvalue, raw.pass_pvalue, ALPHA, evidence=True)
-        failed += result.verdict is Verdict.REGRESSION
-        passed += result.verdict is Verdict.PASS
+        failed += times * (result.verdict is Verdict.REGRESSION)
+        passed += times * (result.verdict is Verdict.PASS)
     slack = 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs_)
     assert failed / runs_ <= ALPHA + slack and passed / runs_ <= ALPHA + slack
     assert failed / runs_ > 0.01  # the tests do spend their alpha at the bound

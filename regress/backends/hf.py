@@ -30,6 +30,7 @@ full logits.
 from __future__ import annotations
 
 import copy
+import fcntl
 import gc
 import shutil
 import tempfile
@@ -609,12 +610,17 @@ def _gguf_folder(gguf: Path) -> Path:
     building: Path | None = None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
-        _dequantise(gguf, building)
-        # A rename is atomic: a half-written folder is never mistaken for the cache.
-        building.rename(folder)
+        # One process dequantises a file (30-40 s); another one waits for its folder.
+        with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (folder / "config.json").is_file():
+                return folder
+            building = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
+            _dequantise(gguf, building)
+            # A rename is atomic: a half-written folder is never mistaken for the cache.
+            building.rename(folder)
     except OSError as exc:
-        # Losing the rename race to another process that built the same folder is fine.
+        # Losing the rename race to a process that took no lock is fine.
         if not (folder / "config.json").is_file():
             raise RunFailed(f"cannot cache the dequantised {gguf.name} in {folder}: {exc}") from exc
     finally:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
 from scipy import stats as sps
 
 from regress.gate.stats import tango_score
@@ -198,17 +198,30 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
 
 
 def _tails(
-    edges: np.ndarray, m: np.ndarray, n: int, margin: float, side: Side, theta: np.ndarray
+    edges: np.ndarray,
+    m: np.ndarray,
+    n: int,
+    margin: float,
+    side: Side,
+    theta: np.ndarray,
+    log_choose: np.ndarray,
 ) -> np.ndarray:
     """P(outcome in the region) at each discordance θ on the boundary drop = margin, summed
-    over the given m (the others carry no mass at these θ)."""
+    over the given m (the others carry no mass at these θ).
+
+    The binomial terms come from scipy.special's ufuncs rather than scipy.stats.binom, whose
+    per-call argument handling cost five times the arithmetic here (an exact p-value evaluates
+    this about 15 times); they agree with it to 1e-15.
+    """
     theta = np.atleast_1d(theta)[:, None]
     share = np.clip((theta + margin) / (2 * theta), 0.0, 1.0)
-    weight = sps.binom.pmf(m, n, theta)
+    weight = np.exp(log_choose + special.xlogy(m, theta) + special.xlog1py(n - m, -theta))
     if side is Side.BEYOND:
-        inside = sps.binom.sf(edges - 1, m, share)
+        # bdtrc(-1, ...) is 1: every b >= 0 is in the region.
+        inside = special.bdtrc(edges - 1, m, share)
     else:
-        inside = sps.binom.cdf(edges, m, share)
+        # bdtr(-1, ...) is undefined where no b is in the region.
+        inside = np.where(edges < 0, 0.0, special.bdtr(np.maximum(edges, 0), m, share))
     return np.sum(weight * inside, axis=1)
 
 
@@ -223,9 +236,10 @@ def _largest_tail(
     highest = min(1.0, max(lowest, window[1]))
     m = _likely_m(n, lowest, highest)
     edges = _edges(observed, n, margin, side, m)
+    log_choose = special.gammaln(n + 1) - special.gammaln(m + 1) - special.gammaln(n - m + 1)
 
     def tail_at(theta: np.ndarray) -> np.ndarray:
-        return _tails(edges, m, n, margin, side, theta)
+        return _tails(edges, m, n, margin, side, theta, log_choose)
 
     if lowest >= highest:
         return float(tail_at(np.array([lowest]))[0])

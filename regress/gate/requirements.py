@@ -147,11 +147,10 @@ def _tests(
         below = stats.binomtest(k, n, bound, alternative="less").pvalue
         above = stats.binomtest(k, n, bound, alternative="greater").pvalue
     else:
-        # Per-example rates or scores: the mean's one-sided t-tests (constant values: no
-        # spread).
+        # Per-example rates or scores: the mean's one-sided t-tests. Constant values have no
+        # spread to test: a grader that gave every answer a 7 shows nothing about its mean.
         if len(set(values)) == 1:
-            mean = values[0]
-            below, above = float(mean >= bound), float(mean <= bound)
+            below = above = 1.0
         else:
             below = stats.ttest_1samp(values, bound, alternative="less").pvalue
             above = stats.ttest_1samp(values, bound, alternative="greater").pvalue
