@@ -3,13 +3,16 @@ the format alone, and whether the format changes a gate's verdict.
 
     flock /tmp/regress-model.lock .venv/bin/python experiments/format_spread.py \
         [--tasks arc_easy --limit 200 --formats 4] [--work /tmp/regress-formats]
+        [--models smollm2-135m,gemma3-270m] [--gated smollm2-135m]
 
 Through the `regress` CLI, as a user runs it (a step whose output exists in --work is
 skipped):
 
-1. SmolLM2-135M and Gemma 3 270M evaluated in K formats (`regress eval --formats K
-   --save-run`): each unit's accuracy per format and its spread with a 95% interval;
-2. a baseline of SmolLM2 in the same K formats (`regress baseline create --formats K`);
+1. SmolLM2-135M and Gemma 3 270M (`--models`) evaluated in K formats (`regress eval
+   --formats K --save-run`; a gated model's baseline is its evaluation): each unit's accuracy
+   per format and its spread with a 95% interval;
+2. a baseline of each `--gated` model in the same K formats (`regress baseline create
+   --formats K`);
 3. its Q4_0 and IQ3_S requantizations gated against it (`regress check`): each format is a
    unit, Holm-corrected across them; the verdict per format beside the verdict format 0
    (the task as lm-eval writes it) alone would have given, and the pooled unit's
@@ -45,6 +48,8 @@ def main() -> None:
     parser.add_argument("--formats", default="4")
     parser.add_argument("--work", type=Path, default=Path("/tmp/regress-formats"))
     parser.add_argument("--candidates", default="Q4_0,IQ3_S")
+    parser.add_argument("--models", default="smollm2-135m,gemma3-270m")
+    parser.add_argument("--gated", default="smollm2-135m")
     args = parser.parse_args()
     from regress.backends.models import resolve_model_path
 
@@ -52,26 +57,31 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     suite = ["-t", args.tasks, "--limit", args.limit, "--formats", args.formats,
              "--data-dir", DATA]  # fmt: skip
-    runs = {}
-    for model in ("smollm2-135m", "gemma3-270m"):
-        runs[model] = work / f"eval-{model}"
-        step(f"eval {model}", runs[model], [*REGRESS, "eval", "-m", model, *suite,
-                                           "--save-run", str(runs[model])])  # fmt: skip
     store = work / "baselines"
-    step("baseline", store / "main", [*REGRESS, "baseline", "create", "--name", "main", "-m",
-                                      "smollm2-135m", *suite, "--store", str(store)])  # fmt: skip
-    source = str(resolve_model_path("smollm2-135m"))
+    gated = args.gated.split(",") if args.gated else []
+    runs = {}
+    for model in args.models.split(","):
+        if model in gated:
+            runs[model] = store / model  # the baseline below: the same prompts and records
+        else:
+            runs[model] = work / f"eval-{model}"
+            step(f"eval {model}", runs[model], [*REGRESS, "eval", "-m", model, *suite,
+                                               "--save-run", str(runs[model])])  # fmt: skip
     reports = {}
-    for kind in args.candidates.split(","):
-        model = work / f"smollm2-{kind.lower()}.gguf"
-        step(f"quantize {kind}", model, [*REGRESS, "quantize", source, "--type", kind, "-o",
-                                         str(model)])  # fmt: skip
-        reports[kind] = work / f"check-{kind}.json"
-        step(f"check {kind}", reports[kind], [
-            *REGRESS, "check", "-b", "main", "--store", str(store), "-m", str(model),
-            "--data-dir", DATA, "--save-run", str(work / f"run-{kind}"),
-            "--report-json", str(reports[kind]),
-        ], ok=(0, 1))  # fmt: skip
+    for base in gated:
+        create = ["baseline", "create", "--name", base, "-m", base, "--store", str(store)]
+        step(f"baseline {base}", store / base, [*REGRESS, *create, *suite])
+        source = str(resolve_model_path(base))
+        for kind in args.candidates.split(","):
+            model = work / f"{base}-{kind.lower()}.gguf"
+            step(f"quantize {base} {kind}", model, [*REGRESS, "quantize", source, "--type", kind,
+                                                    "-o", str(model)])  # fmt: skip
+            reports[base, kind] = work / f"check-{base}-{kind}.json"
+            step(f"check {base} {kind}", reports[base, kind], [
+                *REGRESS, "check", "-b", base, "--store", str(store), "-m", str(model),
+                "--data-dir", DATA, "--save-run", str(work / f"run-{base}-{kind}"),
+                "--report-json", str(reports[base, kind]),
+            ], ok=(0, 1))  # fmt: skip
 
     print(f"{args.tasks}, first {args.limit} documents, {args.formats} formats; CPU flags: "
           f"{cpu_flags()}\n")  # fmt: skip
@@ -84,24 +94,24 @@ def main() -> None:
             print(f"| {model} | {s.unit} | {s.n} | {per} | {s.worst:.1%} | {s.median:.1%} | "
                   f"{s.best:.1%} | {s.spread * 100:.1f} pts [{s.low * 100:.1f}, "
                   f"{s.high * 100:.1f}] |")  # fmt: skip
-    print("\n| candidate | gate verdict | per format: Δ pts, verdict | format 0 alone | with "
-          "`formats: {pooled: true}`: pooled Δ pts, verdict; gate |")  # fmt: skip
-    print("|---|---|---|---|---|")
-    base = read_run(store / "main")
-    for kind, report in reports.items():
+    print("\n| baseline | candidate | gate verdict | per format: Δ pts, verdict | format 0 alone "
+          "| with `formats: {pooled: true}`: pooled Δ pts, verdict; gate |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for (base_name, kind), report in reports.items():
         data = json.loads(report.read_text())
         per = "; ".join(
             f"{u['name'].rsplit('@', 1)[1]} {u['delta'] * 100:+.1f} {u['verdict']}"
             for u in data["units"]
         )
         # Format 0 alone: the same records, the other formats left out of the family.
-        cand = read_run(work / f"run-{kind}")
+        base = read_run(store / base_name)
+        cand = read_run(work / f"run-{base_name}-{kind}")
         zero = [t for t in base.manifest.tasks if t.endswith("@fmt0")]
         alone = compare(_only(base, zero), _only(cand, zero), Policy())
         pooled = compare(base, cand, Policy(pool_formats=True))
         [unit] = [u for u in pooled.units if u.name.endswith("@pooled")]
         both = f"{unit.delta * 100:+.1f} {unit.verdict}; {pooled.verdict}"
-        print(f"| {kind} | {data['verdict']} | {per} | {alone.verdict} | {both} |")
+        print(f"| {base_name} | {kind} | {data['verdict']} | {per} | {alone.verdict} | {both} |")
 
 
 def _only(run, tasks):
