@@ -26,11 +26,24 @@ def run(program: str, *tests: str, limits: SandboxLimits = LIMITS) -> sandbox.Sa
 
 
 def sandbox_processes() -> list[psutil.Process]:
+    """Sandbox processes still alive 10 s on: a SIGKILLed process exits only once it is next
+    scheduled, which on a busy core (a pinned test worker's) can come after the run returned,
+    and another worker's sandbox runs end within their 2 s wall limit. A leaked process
+    (the sleepers below sleep 60 s) is still alive."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         if any("sandbox_child.py" in part for part in proc.info["cmdline"] or ()):
             found.append(proc)
-    return found
+    alive = psutil.wait_procs(found, timeout=10)[1]
+    return [p for p in alive if _status(p) not in (psutil.STATUS_ZOMBIE, None)]
+
+
+def _status(proc: psutil.Process) -> str | None:
+    """The process's status; None once it is gone (an exited process is nothing left)."""
+    try:
+        return proc.status()
+    except psutil.NoSuchProcess:
+        return None
 
 
 def test_every_layer_applies() -> None:
