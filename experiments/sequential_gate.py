@@ -9,6 +9,7 @@ Markdown table and the CPU flags.
     .venv/bin/python experiments/sequential_gate.py --tasks builtin \
         --looks "0.25,0.5,1;0.25,0.5,0.75,1"
     .venv/bin/python experiments/sequential_gate.py --tasks mmlu --limit 20 --num-fewshot 0
+    .venv/bin/python experiments/sequential_gate.py --suite suites/proxy.yaml
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from regress.gate.policy import Policy
 from regress.gate.results import Comparison
 from regress.gate.spending import SequentialDesign
 from regress.run.engine import TaskSpec
-from regress.run.runner import RunPlan, execute
+from regress.run.runner import RunPlan, execute, suite_specs
+from regress.run.suite import load_suite
 from regress.sweep.quantize import quantize_file
 from regress.tasks import get_tasks, resolve_source
 from regress.tasks.base import DataSource
@@ -42,6 +44,7 @@ def main() -> None:
     """Gate each candidate fixed and under each design; print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="builtin", help="tasks or groups, comma-separated")
+    parser.add_argument("--suite", type=Path, default=None, help="a suite file (over --tasks)")
     parser.add_argument("--limit", type=int, default=None, help="documents per task")
     parser.add_argument("--num-fewshot", type=int, default=None)
     parser.add_argument("--types", default="Q8_0,Q4_0,Q2_K,IQ3_S", help="candidate types")
@@ -60,8 +63,13 @@ def main() -> None:
     ]
     source = resolve_source(DATA)
     reference = resolve_model_path("smollm2-135m")
-    specs = tuple(
-        TaskSpec(task, args.num_fewshot, args.limit) for task in get_tasks(args.tasks.split(","))
+    specs = (
+        tuple(suite_specs(load_suite(args.suite)))
+        if args.suite
+        else tuple(
+            TaskSpec(task, args.num_fewshot, args.limit)
+            for task in get_tasks(args.tasks.split(","))
+        )
     )
     rows: list[str] = []
     shares: dict[SequentialDesign, list[float]] = {d: [] for d in designs}
@@ -95,7 +103,8 @@ def main() -> None:
                 )
                 print(rows[-1], flush=True)
     print(
-        f"tasks {args.tasks}, limit {args.limit}, shots {args.num_fewshot}; baseline run "
+        f"{f'suite {args.suite}' if args.suite else f'tasks {args.tasks}'}, limit {args.limit}, "
+        f"shots {args.num_fewshot}; baseline run "
         f"{base_s:.0f} s\n"
     )
     print(
