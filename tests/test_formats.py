@@ -97,7 +97,7 @@ def test_the_spread_is_max_minus_min_on_the_examples_every_format_has():
     records["t@fmt2"] = records["t@fmt2"][:150]  # format 2 lacks 50 examples: compared on 150
     [spread] = format_spreads(tasks, records)
     means = [r[:150].mean() for r in rights]
-    assert spread.unit == "u" and spread.n == 150 and spread.formats == (0, 1, 2)
+    assert spread.unit == "u" and spread.n == 150 and spread.formats == ("fmt0", "fmt1", "fmt2")
     assert spread.accuracy == pytest.approx(means)
     assert spread.spread == pytest.approx(max(means) - min(means))
     assert 0 <= spread.low < spread.high <= 1

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from regress.cli import cli
 from regress.core.errors import ExitCode
+from regress.core.hashes import instruction_key
 from regress.core.store import read_run
 from regress.gate.format_spread import format_spreads
 
@@ -74,3 +75,40 @@ def test_a_baseline_in_two_formats_gates_each_format(tmp_path):
         right = sum(r.right for r in base.records[task]) / len(base.records[task])
         assert unit["baseline"] == pytest.approx(right) and unit["n"] == N
         assert unit["b"] == unit["c"] == 0
+
+
+def test_a_suites_own_instruction_is_evaluated_stored_and_gated_as_a_unit(tmp_path):
+    """docs/tasks.md#your-own-instructions: the suite's text becomes `TASK@insKEY`; eval shows
+    it beside the task as it is; the baseline keeps the text, and check rebuilds the same
+    prompts from it (a changed prompt would be refused)."""
+    text = "Work out the sum, then answer."
+    key = instruction_key(text)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(
+        f"tasks: [{{task: builtin_arithmetic, limit: {N}}}]\n"
+        f"instructions: {{builtin_arithmetic: ['{text}']}}\n"
+    )
+    saved = tmp_path / "run"
+    shown = _run("eval", "-m", "smollm2-135m", "--suite", str(suite), "--save-run", str(saved))
+    run = read_run(saved)
+    names = ["builtin_arithmetic", f"builtin_arithmetic@ins{key}"]
+    assert sorted(run.records) == names and run.manifest.instructions == {key: text}
+    accuracy = [sum(r.right for r in run.records[name]) / N for name in names]
+    row = re.search(rf"builtin .* as is ([\d.]+)%\s+ins{key} ([\d.]+)%", shown)
+    assert row and [float(x) / 100 for x in row.groups()] == pytest.approx(accuracy, abs=5e-4)
+    # The instruction changed the prompts, so the model's log-probs moved.
+    plain, ours = (run.records[name] for name in names)
+    assert run.manifest.tasks[names[0]].prompt_hash != run.manifest.tasks[names[1]].prompt_hash
+    assert [r.scores["loglik"] for r in plain] != [r.scores["loglik"] for r in ours]
+
+    store = tmp_path / "store"
+    _run("baseline", "create", "--name", "main", "-m", "smollm2-135m", "--suite", str(suite),
+         "--store", str(store))  # fmt: skip
+    report = tmp_path / "r.json"
+    # No suite and no instruction given: check reads the text from the baseline.
+    _run("check", "-b", "main", "-m", "smollm2-135m", "--store", str(store),
+         "--report-json", str(report))  # fmt: skip
+    data = json.loads(report.read_text())
+    assert [u["name"] for u in data["units"]] == ["builtin", f"builtin@ins{key}"]
+    assert [u["baseline"] for u in data["units"]] == pytest.approx(accuracy)
+    assert all(u["b"] == u["c"] == 0 for u in data["units"])

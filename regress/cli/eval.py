@@ -175,7 +175,10 @@ def spread_table(spreads: list[FormatSpread]) -> Table:
         title="Prompt formats (docs/tasks.md#prompt-formats)",
     )  # fmt: skip
     for s in spreads:
-        per = "  ".join(f"f{i} {a:.1%}" for i, a in zip(s.formats, s.accuracy, strict=True))
+        per = "  ".join(
+            f"{label.replace('fmt', 'f') or 'as is'} {a:.1%}"
+            for label, a in zip(s.formats, s.accuracy, strict=True)
+        )
         table.add_row(
             s.unit, str(s.n), per, f"{s.worst:.1%}", f"{s.median:.1%}", f"{s.best:.1%}",
             f"{s.spread * 100:.1f} pts [{s.low * 100:.1f}, {s.high * 100:.1f}]",

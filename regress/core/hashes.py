@@ -32,3 +32,9 @@ def digest(parts: Sequence[str]) -> str:
 def task_hashes(records: Sequence[Record]) -> tuple[str, str]:
     """(dataset_hash, prompt_hash) of a task's records, in their order (by doc_id)."""
     return digest([r.doc_hash for r in records]), digest([r.prompt_hash for r in records])
+
+
+def instruction_key(text: str) -> str:
+    """The short hash that names a user's instruction text (`arc_easy@ins1a2b3c4d`): the first
+    8 hex digits of its sha256. Short names suffice: the prompt hashes pin the texts."""
+    return hashlib.sha256(text.encode()).hexdigest()[:8]

@@ -12,7 +12,7 @@ from typing import Any
 
 from regress.core.errors import BadInput
 from regress.core.fingerprint import RuntimeFingerprint
-from regress.core.hashes import is_sha256, task_hashes
+from regress.core.hashes import instruction_key, is_sha256, task_hashes
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record
 
@@ -88,9 +88,13 @@ class Manifest:
     """Set on a candidate run a sequential gate made (`check --sequential --save-run`): the
     design that chose and ordered its examples, `{"looks": [...], "spending": ..., "seed": ...}`;
     the run holds only the examples run before the gate stopped."""
+    instructions: dict[str, str] = field(default_factory=dict)
+    """Key -> text of every instruction of the user's its tasks ran with (`TASK@insKEY`,
+    regress.tasks.instructions), so a rerun rebuilds the same prompts."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict, tasks in name order; `proxy` and `sequential` only when set."""
+        """Plain JSON-ready dict, tasks in name order; `proxy`, `sequential` and `instructions`
+        only when set."""
         data = asdict(self)
         data["tasks"] = {k: data["tasks"][k] for k in sorted(data["tasks"])}
         for task in data["tasks"].values():
@@ -101,6 +105,8 @@ class Manifest:
             data["proxy"] = self.proxy.to_dict()
         if self.sequential is None:
             del data["sequential"]
+        if not self.instructions:
+            del data["instructions"]
         return data
 
     @classmethod
@@ -126,6 +132,7 @@ class Manifest:
                 schema_version=MANIFEST_SCHEMA_VERSION,
                 proxy=ProxyDesign.from_dict(data["proxy"]) if data.get("proxy") else None,
                 sequential=data.get("sequential"),
+                instructions=data.get("instructions", {}),
             )
             _check_identities(manifest)
             return manifest
@@ -158,6 +165,14 @@ def _check_identities(manifest: Manifest) -> None:
         bad = sorted(str(task)[:100] for task, sha in mapping.items() if not is_sha256(sha))
         if bad:
             raise ValueError(f"{field_name} of {bad[0]!r} is not 64 lowercase hex characters")
+    instructions = manifest.instructions
+    if not isinstance(instructions, dict) or any(
+        not isinstance(text, str) or instruction_key(text) != key
+        for key, text in instructions.items()
+    ):
+        raise ValueError(
+            "instructions: each key must be the first 8 hex digits of its text's sha256"
+        )
 
 
 @dataclass(frozen=True)

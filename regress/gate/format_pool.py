@@ -21,7 +21,7 @@ from dataclasses import replace
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record, Status
 from regress.gate.pairing import Pair
-from regress.tasks.formats import split_name
+from regress.tasks.variants import variant_of
 
 METRIC = "format_mean"
 """The pooled records' metric: an example's accuracy averaged over its formats."""
@@ -31,13 +31,11 @@ SUFFIX = "@pooled"
 def pooled(
     tasks: Sequence[TaskInfo], pairs: dict[str, list[Pair]]
 ) -> tuple[list[TaskInfo], dict[str, list[Pair]]]:
-    """One pooled task per task run in two or more formats (`mmlu_anatomy@pooled` in unit
-    `mmlu@pooled`), with its pairs; nothing for tasks in one format."""
+    """One pooled task per task run in two or more formats or instructions
+    (`mmlu_anatomy@pooled` in unit `mmlu@pooled`), with its pairs; nothing for tasks in one."""
     formats: dict[str, list[TaskInfo]] = {}
     for info in tasks:
-        split = split_name(info.name)
-        if split is not None:
-            formats.setdefault(split[0], []).append(info)
+        formats.setdefault(variant_of(info.name)[0], []).append(info)
     new_tasks, new_pairs = [], {}
     for base, infos in sorted(formats.items()):
         if len(infos) < 2:
@@ -46,13 +44,12 @@ def pooled(
         common = sorted(set.intersection(*(set(d) for d in by_doc)))
         if not common:
             continue
-        group = split_name(infos[0].group) if infos[0].group else None
         name = base + SUFFIX
         new_tasks.append(
             replace(
                 infos[0],
                 name=name,
-                group=(group[0] if group else base) + SUFFIX,
+                group=(variant_of(infos[0].group)[0] if infos[0].group else base) + SUFFIX,
                 n=len(common),
                 metric=METRIC,
                 higher_is_better=True,

@@ -1,5 +1,6 @@
-"""How much a model's accuracy moves with the prompt's format (`--formats K`): per unit, the
-accuracy in each format on the same examples, the range over formats (FormatSpread's
+"""How much a model's accuracy moves with the prompt's format (`--formats K`, and the user's own
+instructions, each counted as a format): per unit, the accuracy in each format on the same
+examples, the range over formats (FormatSpread's
 "spread", max minus min) and its 95% interval by a paired bootstrap over examples; in a
 gate, both sides' figures and the change in spread, resampling the same examples on both.
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record
-from regress.tasks.formats import split_name
+from regress.tasks.variants import label_order, variant_of
 
 RESAMPLES = 2000
 SEED = 0
@@ -31,7 +32,9 @@ class FormatSpread:
     """One unit across its prompt formats."""
 
     unit: str
-    formats: tuple[int, ...]
+    formats: tuple[str, ...]
+    """Each format's label (regress.tasks.variants): `fmt2`, `ins1a2b3c4d`,
+    `ins1a2b3c4d@fmt2`, or `` for the task as it is."""
     accuracy: tuple[float, ...]
     """Per format, in `formats` order, over the examples every format has."""
     n: int
@@ -57,17 +60,20 @@ class FormatSpread:
 
 def _rates(
     tasks: Mapping[str, TaskInfo], records: Mapping[str, Sequence[Record]]
-) -> dict[str, dict[int, dict[tuple[str, int], float]]]:
-    """unit -> format -> (base task, doc_id) -> the example's pass rate."""
-    rates: dict[str, dict[int, dict[tuple[str, int], float]]] = {}
+) -> dict[str, dict[str, dict[tuple[str, int], float]]]:
+    """unit -> format label -> (base task, doc_id) -> the example's pass rate, for every unit
+    in two or more formats."""
+    labels: dict[str, set[str]] = {}
     for name, info in tasks.items():
-        split = split_name(name)
-        group = split_name(info.group) if info.group else None
-        if split is None:
+        base, label = variant_of(name)
+        labels.setdefault(variant_of(info.group)[0] if info.group else base, set()).add(label)
+    rates: dict[str, dict[str, dict[tuple[str, int], float]]] = {}
+    for name, info in tasks.items():
+        base, label = variant_of(name)
+        unit = variant_of(info.group)[0] if info.group else base
+        if len(labels[unit]) < 2:
             continue
-        base, index = split
-        unit = group[0] if group else base
-        by_doc = rates.setdefault(unit, {}).setdefault(index, {})
+        by_doc = rates.setdefault(unit, {}).setdefault(label, {})
         for r in records.get(name, ()):
             if r.correct is None and r.ok and not isinstance(r.scores.get("correct"), list):
                 continue  # no 0/1 outcome (perplexity)
@@ -77,11 +83,11 @@ def _rates(
 
 
 def _table(
-    sides: Sequence[dict[int, dict[tuple[str, int], float]]],
-) -> tuple[tuple[int, ...], list[np.ndarray]]:
+    sides: Sequence[dict[str, dict[tuple[str, int], float]]],
+) -> tuple[tuple[str, ...], list[np.ndarray]]:
     """The formats every side has, and per side an examples x formats table over the examples
     every format of every side has (empty when fewer than two formats)."""
-    formats = tuple(sorted(set.intersection(*(set(side) for side in sides))))
+    formats = tuple(sorted(set.intersection(*(set(side) for side in sides)), key=label_order))
     if len(formats) < 2:
         return formats, []
     common = set.intersection(*(set(side[f]) for side in sides for f in formats))
@@ -90,7 +96,7 @@ def _table(
 
 
 def _spread(
-    unit: str, formats: tuple[int, ...], table: np.ndarray, draws: np.ndarray
+    unit: str, formats: tuple[str, ...], table: np.ndarray, draws: np.ndarray
 ) -> FormatSpread:
     means = table.mean(axis=0)
     tail = (1 - CONFIDENCE) / 2
@@ -124,7 +130,8 @@ def format_spreads(
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> list[FormatSpread]:
-    """Every unit run in two or more formats (tasks named `TASK@fmtI`), by unit name."""
+    """Every unit run in two or more formats (tasks named `TASK@fmtI` or `TASK@insKEY`), by
+    unit name."""
     rng = np.random.default_rng(seed)
     spreads = []
     for unit, by_format in sorted(_rates(tasks, records).items()):

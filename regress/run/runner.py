@@ -28,6 +28,7 @@ from regress.run.generation import GenerationSettings
 from regress.run.suite import Suite
 from regress.tasks.base import DataSource
 from regress.tasks.catalog import BUILTIN, TaskCatalog
+from regress.tasks.instructions import instructions_of
 
 _LIBRARIES = ("llama_cpp_python", "transformers", "torch", "numpy", "gguf", "lm_eval")
 
@@ -68,6 +69,7 @@ def suite_specs(
     """Expand a suite's entries (groups and task files included) into one spec per task;
     `catalog` adds the user's own tasks (task YAML, golden sets) to the built-in ones;
     `generation` (the command line's) goes over each entry's own for generate_until tasks."""
+    catalog = catalog.with_instructions(suite.instructions)
     specs: dict[str, TaskSpec] = {}
     for entry in suite.tasks:
         tasks = catalog.get([entry.task])
@@ -94,7 +96,8 @@ def suite_specs(
 
 
 def baseline_specs(baseline: Run, catalog: TaskCatalog = BUILTIN) -> list[TaskSpec]:
-    """Specs that rerun exactly a baseline's examples with the same shots."""
+    """Specs that rerun exactly a baseline's examples with the same shots (and instructions)."""
+    catalog = catalog.with_instructions(baseline.manifest.instructions)
     missing = sorted(name for name in baseline.manifest.tasks if not catalog.has(name))
     if missing:
         raise BadInput(
@@ -233,6 +236,7 @@ def execute(
         command=plan.command,
         shard=f"{plan.shard.index}/{plan.shard.count}" if plan.shard else None,
         proxy=plan.proxy,
+        instructions=instructions_of(spec.task for spec in plan.specs),
     )
     run = Run(manifest=manifest, records={r.info.name: r.records for r in task_runs})
     return Outcome(

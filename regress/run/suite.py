@@ -12,6 +12,8 @@ tasks:
   - golden/must_pass.jsonl                    # a golden set
 backend: llama_cpp
 model_args: {n_ctx: 2048}
+instructions:             # your own paraphrases: each a task of its own, arc_easy@insKEY
+  arc_easy: ["Pick the answer that best completes the question."]
 ```
 """
 
@@ -27,8 +29,11 @@ from regress.core import safe_yaml
 from regress.core.errors import BadInput
 from regress.run.generation import GenerationSettings, check_gen_kwargs
 from regress.tasks.formats import formatted_names
+from regress.tasks.instructions import check_texts, instructed_names
 
-_SUITE_KEYS = {"name", "tasks", "num_fewshot", "limit", "backend", "model_args", "formats"}
+_SUITE_KEYS = {
+    "name", "tasks", "num_fewshot", "limit", "backend", "model_args", "formats", "instructions",
+}  # fmt: skip
 _TASK_KEYS = {"task", "num_fewshot", "limit", "docs", "gen_kwargs", "repeats"}
 TASK_FILE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 """A `tasks:` entry ending so names a task YAML file or a golden set, not a task."""
@@ -55,6 +60,9 @@ class Suite:
     tasks: tuple[TaskEntry, ...]
     backend: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
+    instructions: dict[str, str] = field(default_factory=dict)
+    """Key -> text of the instructions its `TASK@insKEY` entries name
+    (regress.tasks.instructions)."""
 
     def in_formats(self, k: int) -> Suite:
         """Each task entry in prompt formats 0..k-1 (`arc_easy@fmt0`, ...; regress.tasks.
@@ -187,14 +195,40 @@ def load_suite(path: Path) -> Suite:
     if not isinstance(model_args, dict):
         raise BadInput(f"{path}: `model_args` must be a mapping")
     backend = data.get("backend")
+    entries, instructions = _instructed(entries, data.get("instructions"), path)
     suite = Suite(
         name=_str(data.get("name", path.stem), f"{path}: name"),
         tasks=tuple(entries),
         backend=None if backend is None else _str(backend, f"{path}: backend"),
         model_args=model_args,
+        instructions=instructions,
     )
     formats = data.get("formats")
     return suite if formats is None else suite.in_formats(_int(formats, f"{path}: formats", 1))
+
+
+def _instructed(
+    entries: list[TaskEntry], listed: Any, path: Path
+) -> tuple[list[TaskEntry], dict[str, str]]:
+    """The entries with each listed instruction's variant after its task's entry, and the
+    texts by key."""
+    if listed is None:
+        return entries, {}
+    if not isinstance(listed, dict):
+        raise BadInput(f"{path}: `instructions:` maps a task or group to a list of texts")
+    texts = check_texts(listed, f"{path}: instructions")
+    named = {entry.task for entry in entries}
+    missing = sorted(_show(name) for name in listed if name not in named)
+    if missing:
+        raise BadInput(
+            f"{path}: instructions: {', '.join(missing[:5])} not in `tasks:` (name them as listed)"
+        )
+    out = []
+    for entry in entries:
+        out.append(entry)
+        names = instructed_names(entry.task, listed.get(entry.task, []))
+        out.extend(replace(entry, task=name) for name in names)
+    return out, texts
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -11,7 +11,7 @@ meaning. A group file's tasks form one gated unit named after the outermost grou
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from regress.tasks.base import Task
 from regress.tasks.conversation import ConversationTask, conversation_task, is_conversation_file
 from regress.tasks.formats import FormattedTask, prompt_format, split_name
 from regress.tasks.golden import GoldenTask, golden_task
+from regress.tasks.instructions import InstructedTask, split_instruction
+from regress.tasks.variants import variant_of
 from regress.tasks.yaml_config import GroupFile, TaskFile, scan
 from regress.tasks.yaml_task import yaml_task
 
@@ -38,6 +40,13 @@ class TaskCatalog:
     """Loaded group or tag name -> its member tasks, groups or tags, as listed."""
     files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Resolved path of a loaded file -> the task or group names it defines."""
+    instructions: Mapping[str, str] = field(default_factory=dict)
+    """Key -> text of the instructions `TASK@insKEY` may name (regress.tasks.instructions):
+    a suite's, and those a baseline was run with."""
+
+    def with_instructions(self, texts: Mapping[str, str]) -> TaskCatalog:
+        """This catalog, also knowing `texts` (key -> instruction text)."""
+        return replace(self, instructions={**self.instructions, **texts})
 
     def get(self, names: Sequence[str]) -> list[Task]:
         """Tasks for `names` (tasks, groups, or task/golden files), first mention kept."""
@@ -59,6 +68,20 @@ class TaskCatalog:
                 task if isinstance(task, ConversationTask) else FormattedTask(task, index)
                 for task in self._expand(base)
             ]
+        instructed = split_instruction(name)
+        if instructed is not None:
+            base, key = instructed
+            if variant_of(base)[1]:
+                raise BadInput(
+                    f"{name}: one instruction per task, before its format (TASK@insKEY@fmtN)"
+                )
+            text = self.instructions.get(key)
+            if text is None:
+                raise BadInput(
+                    f"{name}: no instruction has the key {key} (a suite lists its texts under "
+                    "`instructions:`; a baseline keeps those it ran)"
+                )
+            return [InstructedTask(task, text) for task in self._expand(base)]
         if name in self.loaded:
             return [self.loaded[name]]
         if name in self.groups:
@@ -82,9 +105,8 @@ class TaskCatalog:
         return [*list_tasks(), *sorted(self.loaded)]
 
     def has(self, name: str) -> bool:
-        """Whether `name` is a task here, in a prompt format (`arc_easy@fmt2`) or not."""
-        formatted = split_name(name)
-        return (formatted[0] if formatted else name) in set(self.names())
+        """Whether `name` is a task here, as it is or in a variant (`arc_easy@fmt2`)."""
+        return variant_of(name)[0] in set(self.names())
 
     def source(self, task: Task) -> str:
         """Where a task is defined: `built-in`, or its file (relative to the working folder)."""

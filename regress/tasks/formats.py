@@ -34,10 +34,9 @@ from regress.core.requests import (
     GenerateRequest,
     LoglikelihoodRequest,
     Request,
-    RequestKind,
-    Result,
 )
-from regress.tasks.base import DataSource, Example, Scored, Task
+from regress.tasks.base import DataSource, Example
+from regress.tasks.variants import TaskVariant
 
 GRAMMAR_VERSION = 1
 FORMAT_SEED = 20231017
@@ -144,10 +143,9 @@ def split_name(name: str) -> tuple[str, int] | None:
 
 # eq=False: a task is an identity, as the tasks it wraps.
 @dataclass(frozen=True, eq=False)
-class FormattedTask:
+class FormattedTask(TaskVariant):
     """`task` with every prompt in format `index`; scored exactly as `task`."""
 
-    task: Task
     index: int
 
     @property
@@ -155,36 +153,8 @@ class FormattedTask:
         return prompt_format(self.index)
 
     @property
-    def name(self) -> str:
-        return f"{self.task.name}@fmt{self.index}"
-
-    @property
-    def group(self) -> str | None:
-        return f"{self.task.group or self.task.name}@fmt{self.index}"
-
-    @property
-    def output_type(self) -> RequestKind:
-        return self.task.output_type
-
-    @property
-    def primary_metric(self) -> str:
-        return self.task.primary_metric
-
-    @property
-    def higher_is_better(self) -> dict[str, bool]:
-        return self.task.higher_is_better
-
-    @property
-    def binary(self) -> bool:
-        return self.task.binary
-
-    @property
-    def default_fewshot(self) -> int:
-        return self.task.default_fewshot
-
-    @property
-    def version(self) -> float:
-        return self.task.version
+    def suffix(self) -> str:
+        return f"fmt{self.index}"
 
     def examples(
         self, source: DataSource, num_fewshot: int | None = None, limit: int | None = None
@@ -196,20 +166,10 @@ class FormattedTask:
             for e in self.task.examples(source, num_fewshot, limit)
         ]
 
-    def effective_fewshot(self, num_fewshot: int | None) -> int:
-        return self.task.effective_fewshot(num_fewshot)
-
-    def score(self, example: Example, results: Sequence[Result]) -> Scored:
-        return self.task.score(example, results)
-
-    def aggregate(self, scored: Sequence[Scored]) -> dict[str, float]:
-        return self.task.aggregate(scored)
-
     def config(self) -> dict[str, Any]:
         """The task's config, with the format (`regress_format`) it was rendered in."""
         return {
-            **self.task.config(),
-            "task": self.name,
+            **super().config(),
             "regress_format": {
                 "index": self.index,
                 "grammar_version": GRAMMAR_VERSION,
