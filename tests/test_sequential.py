@@ -15,7 +15,12 @@ from click.testing import CliRunner
 from regress.cli import cli
 from regress.core.errors import BadInput
 from regress.core.store import Store, read_run, write_run
-from regress.gate.baseline_power import UnitPlan, plan_baseline
+from regress.gate.baseline_power import (
+    LIGHTEST_DISCORDANCE,
+    UnitPlan,
+    no_early_stop,
+    plan_baseline,
+)
 from regress.gate.check import CandidateModel, CheckOptions, check
 from regress.gate.operating import (
     SEQUENTIAL_CELLS,
@@ -231,6 +236,30 @@ def test_selftest_simulates_the_sequential_gate_of_each_unit():
         selftest_baseline(proxy, options)
     with pytest.raises(BadInput, match="margin rule"):
         selftest_baseline(main, replace(options, policy=Policy(rule=Rule.CHANGE)))
+
+
+def test_a_sequential_check_warns_when_no_unit_can_be_expected_to_stop_early():
+    """On the proxy suite every unit of 200-300 examples ran to its last look and the looks
+    cost more than the fixed gate (docs/results/sequential-gate.md): check says so first, and
+    stays quiet where a light candidate can be expected to stop early."""
+    main = Store(Path(__file__).resolve().parents[1] / "baselines").load("main")
+    design = Policy(sequential=SequentialDesign())
+    assert no_early_stop(main, Policy()) is None  # a fixed gate
+    [unit] = plan_baseline(main, design, LIGHTEST_DISCORDANCE)
+    assert unit.expected_n is not None and unit.expected_n[0] < 0.9 * unit.n
+    assert no_early_stop(main, design) is None
+    # Five units of 100 examples sharing alpha: none expects to stop early.
+    split = replace(
+        main,
+        manifest=replace(
+            main.manifest,
+            tasks={n: replace(t, group=None) for n, t in main.manifest.tasks.items()},
+        ),
+    )
+    units = plan_baseline(split, design, LIGHTEST_DISCORDANCE)
+    assert all(u.expected_n and min(u.expected_n) >= 0.9 * u.n for u in units)
+    warning = no_early_stop(split, design) or ""
+    assert "no unit is expected to save a tenth of its examples" in warning
 
 
 def test_a_gate_is_priced_by_each_units_tokens():

@@ -22,6 +22,8 @@ from regress.gate.spending import SequentialDesign, expected_fraction
 FACTS_DISCORDANCE = 0.12
 """Share of answers a real requantization flips: SmolLM2-135M Q4_1 to Q4_0 or Q2_K changed
 12.0-12.5% of ARC-Easy answers (../shared/FACTS.md); Q8_0 1.2%, IQ3_S 23.6%."""
+LIGHTEST_DISCORDANCE = 0.012
+"""The fewest answers a real requantization flipped: Q8_0's 1.2% (../shared/FACTS.md)."""
 
 
 @dataclass(frozen=True)
@@ -138,3 +140,25 @@ def small_units(run: Run, policy: Policy) -> list[str]:
             )
         lines.append(line)
     return lines
+
+
+def no_early_stop(run: Run, policy: Policy) -> str | None:
+    """A warning when the policy's sequential design expects no gated accuracy unit of `run` to
+    save a tenth of its examples, even for a candidate that flips as few answers as a Q8_0
+    (LIGHTEST_DISCORDANCE), unchanged or at twice max_drop: the looks then cost more than they
+    save (each reads its tasks' few-shot prefixes again)."""
+    if policy.sequential is None:
+        return None
+    plans = [
+        unit
+        for unit in plan_baseline(run, policy, LIGHTEST_DISCORDANCE)
+        if unit.gated and unit.expected_n is not None and unit.n
+    ]
+    if not plans or any(min(u.expected_n or ()) < 0.9 * u.n for u in plans):
+        return None
+    return (
+        "sequential: at these unit sizes no unit is expected to save a tenth of its examples, "
+        f"even if only {LIGHTEST_DISCORDANCE:.1%} of answers flip (`regress plan --sequential "
+        f"--discordance {LIGHTEST_DISCORDANCE}`): only a gross drop stops early, and each look "
+        "reads its tasks' few-shot prefixes again, so the fixed gate is likely faster here"
+    )

@@ -25,6 +25,7 @@ from dataclasses import replace
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.records import Record
+from regress.gate.baseline_power import no_early_stop
 from regress.gate.check import (
     CandidateModel,
     CheckOptions,
@@ -95,6 +96,9 @@ def check_sequential(
             "from the policy"
         )
     plan, warnings = candidate_plan(baseline, candidate, options)
+    costly = no_early_stop(baseline, options.policy)
+    if costly is not None:
+        warnings = [*warnings, costly]
     prepared = prepare(plan.specs, plan.source, plan.shard)
     if not options.allow_mismatch:
         refuse_changed_inputs(baseline, prepared)
