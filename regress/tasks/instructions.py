@@ -8,7 +8,7 @@ run's manifest keeps every text by its hash, so `check` rebuilds exactly the bas
 prompts. A text that does not end in whitespace is followed by a blank line, as lm-eval's
 descriptions are (`"... about anatomy.\\n\\n"`). Built-in multiple-choice tasks use it as
 written; a task YAML renders it as it renders its own `description` (Jinja over the document).
-Tasks whose prompt has no description to replace (generation sets, golden sets,
+Tasks whose prompt has no description to replace (built-in generation sets, golden sets,
 conversations, perplexity) refuse it.
 """
 
