@@ -2,7 +2,7 @@
 the format alone, and whether the format changes a gate's verdict.
 
     flock /tmp/regress-model.lock .venv/bin/python experiments/format_spread.py \
-        [--tasks arc_easy --limit 200 --formats 4] [--work /tmp/regress-formats]
+        [--tasks arc_easy --limit 200 --formats 4 --num-fewshot 0] [--work /tmp/regress-formats]
         [--models smollm2-135m,gemma3-270m] [--gated smollm2-135m]
 
 Through the `regress` CLI, as a user runs it (a step whose output exists in --work is
@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="arc_easy")
     parser.add_argument("--limit", default="200")
     parser.add_argument("--formats", default="4")
+    parser.add_argument("--num-fewshot", default=None, help="shots (MMLU's default is 5)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/regress-formats"))
     parser.add_argument("--candidates", default="Q4_0,IQ3_S")
     parser.add_argument("--models", default="smollm2-135m,gemma3-270m")
@@ -57,6 +58,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     suite = ["-t", args.tasks, "--limit", args.limit, "--formats", args.formats,
              "--data-dir", DATA]  # fmt: skip
+    if args.num_fewshot is not None:
+        suite += ["--num-fewshot", args.num_fewshot]
     store = work / "baselines"
     gated = args.gated.split(",") if args.gated else []
     runs = {}
@@ -83,7 +86,8 @@ def main() -> None:
                 "--report-json", str(reports[base, kind]),
             ], ok=(0, 1))  # fmt: skip
 
-    print(f"{args.tasks}, first {args.limit} documents, {args.formats} formats; CPU flags: "
+    print(f"{args.tasks}, first {args.limit} documents, {args.formats} formats, "
+          f"{args.num_fewshot or 'default'} shots; CPU flags: "
           f"{cpu_flags()}\n")  # fmt: skip
     print("| model | unit | n | accuracy per format | worst | median | best | spread [95% CI] |")
     print("|---|---|---:|---|---:|---:|---:|---|")
