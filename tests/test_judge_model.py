@@ -11,6 +11,7 @@ the runner-up exceeds that.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -27,7 +28,8 @@ from regress.run.judge import JudgeSpec, Outcome, outcome_of
 from regress.run.runner import RunPlan, execute
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource
-from regress.tasks.conversation import judge_answer
+from regress.tasks.catalog import load_catalog
+from regress.tasks.conversation import conversation_task, judge_answer, turn_answer, turn_question
 from regress.tasks.judge_templates import BUILTIN
 
 pytestmark = pytest.mark.model
@@ -156,3 +158,93 @@ def test_a_real_judge_reads_whole_conversations(tmp_path) -> None:
                 assert float(found[choice]) == pytest.approx(expected[choice], abs=TOLERANCE)
     (unit,) = result.comparison.units
     assert unit.name == "conversations" and unit.judged is not None and unit.n == 1
+
+
+def _graded_oracle(prompts: list[str]) -> list[dict[str, float]]:
+    """log P(grade + "]]" | prompt + "[[") for grades 1-10, from one eval per grade: a
+    multi-token continuation is the sum of its tokens' log-probs. It evaluates what regress
+    does, as lm-eval does: the context and every continuation token but the last, in one
+    batch. A pass one token longer moves earlier positions' floats on this build (0.09 nats
+    measured on Gemma's `10]]`: llama.cpp picks its matrix kernels by the batch's rows)."""
+    import llama_cpp
+
+    llm = llama_cpp.Llama(
+        str(resolve_model_path("gemma3-270m")),
+        n_ctx=2048,
+        n_batch=2048,
+        n_ubatch=2048,
+        logits_all=True,
+        verbose=False,
+    )
+    out = []
+    for prompt in prompts:
+        context = llm.tokenize((prompt + "[[").encode(), add_bos=True, special=False)
+        scores = {}
+        for grade in range(1, 11):
+            whole = llm.tokenize(f"{prompt}[[{grade}]]".encode(), add_bos=True, special=False)
+            assert whole[: len(context)] == context
+            llm.reset()
+            llm.eval(whole[:-1])
+            logits = np.asarray(llm.scores[: llm.n_tokens], dtype=np.float64)
+            scores[str(grade)] = sum(
+                float(log_softmax(logits[i - 1])[whole[i]]) for i in range(len(context), len(whole))
+            )
+        out.append(scores)
+    llm.close()
+    return out
+
+
+def test_a_real_judge_grades_judged_conversation_turns(tmp_path) -> None:
+    """SmolLM2 answers three two-turn conversations whose second turn the judge checks;
+    Gemma grades it 1-10 from log-probs (the same run on both sides: the plumbing, not a
+    verdict). Every grade is the oracle's most likely `k]]`, and each conversation passes
+    exactly when its code-checked first turn passed and its grade reached `min`."""
+    items = [
+        {
+            "id": f"c{k}",
+            "turns": [
+                {
+                    "user": f"My favourite number is {k + 3}. Repeat it.",
+                    "check": {"expected": str(k + 3), "match": "contains"},
+                    "max_tokens": 12,
+                },
+                {
+                    "user": "Now explain why numbers matter, in one sentence.",
+                    "check": {"judge": {"min": 5}},
+                    "max_tokens": 16,
+                },
+            ],
+        }  # fmt: skip
+        for k in range(3)
+    ]
+    path = tmp_path / "numbers.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    task = conversation_task(path)
+    base = execute(RunPlan((TaskSpec(task),), "smollm2-135m", name="base")).run
+    spec = JudgeSpec("gemma3-270m", model_args={"n_ctx": 2048}, template="single")
+    options = CheckOptions(
+        policy=Policy(min_examples=1, judge=spec), tasks=load_catalog(golden=[path])
+    )
+    result = check(base, base, options)
+    records = base.records[task.name]
+    assert [(j.doc_id, j.turn) for j in result.judgements] == [(k, 2) for k in range(3)]
+    prompts = []
+    for j, record in zip(result.judgements, records, strict=True):
+        assert j.baseline == j.candidate == turn_answer(task.items[j.doc_id], record.pred, 1)
+        assert j.question == turn_question(task.items[j.doc_id], 1)
+        prompts.append(BUILTIN["single"].render(j.question, answer=j.baseline))
+    expected_passes = []
+    for j, record, expected in zip(
+        result.judgements, records, _graded_oracle(prompts), strict=True
+    ):
+        found = dict(re.findall(r"(\d+) (-?\d+\.\d+)", j.replies[0]))
+        for grade, logprob in expected.items():
+            assert float(found[grade]) == pytest.approx(logprob, abs=TOLERANCE)
+        ranked = sorted(expected.values(), reverse=True)
+        if ranked[0] - ranked[1] > TOLERANCE:
+            assert j.verdicts == (max(expected, key=expected.get),) * 2
+        first = record.scores["turn_pass"][0]
+        expected_passes.append(int(first == 1 and int(j.verdicts[0]) >= 5))
+    (unit,) = result.comparison.units
+    assert unit.judged.per_turn and (unit.n, unit.b, unit.c) == (3, 0, 0)
+    assert unit.baseline == pytest.approx(sum(expected_passes) / 3)

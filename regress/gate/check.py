@@ -66,8 +66,17 @@ from regress.run.judge import Answers, Judged, Judgement, judge_pairs
 from regress.run.runner import Outcome, RunPlan, baseline_specs, execute, plan_rerun
 from regress.tasks.base import DataSource, Example
 from regress.tasks.catalog import BUILTIN, TaskCatalog
-from regress.tasks.conversation import judge_answer, judge_question
+from regress.tasks.conversation import (
+    ConversationTask,
+    judge_answer,
+    judge_question,
+    judged_turns,
+    turn_answer,
+    turn_question,
+)
 from regress.tasks.fewshot import FEWSHOT_DELIMITER
+from regress.tasks.judge_templates import CHOICES, Mode
+from regress.tasks.loaders import Doc
 
 RunProgress = Callable[[str], AbstractContextManager[Callable[[int, int, int], None] | None]]
 """Given a label, a context yielding the engine's progress callback (or None)."""
@@ -160,6 +169,7 @@ def check(
     if options.policy.judge is not None:
         # The judge's model and template are found now, not after the candidate has run.
         options.policy.judge.identity()
+        _check_turn_scale(options.policy.judge.loaded_template().mode, baseline, options.tasks)
     if options.policy.sequential is not None and not isinstance(candidate, Run):
         # Imported here: the sequential gate is built from this module's steps.
         from regress.gate.sequential import check_sequential
@@ -362,19 +372,46 @@ def _judge_pairs(
         for spec_, found in prepare(specs, options.source)
         for e in found
     }
+    template = spec.loaded_template()
     items = [
-        _answers(tasks[task], base, cand, examples.get((task, base.doc_id)))
+        answers
         for task in sorted(tasks)
         for base, cand in paired.pairs[task]
+        for answers in _answers(tasks[task], base, cand, examples.get((task, base.doc_id)))
     ]
-    how = "in both orders" if spec.loaded_template().mode == "pairwise" else "one answer at a time"
-    with progress(f"judge {len(items)} examples {how}") as tick:
+    how = "in both orders" if template.mode == "pairwise" else "one answer at a time"
+    noun = "turns" if items and all(item.turn is not None for item in items) else "examples"
+    with progress(f"judge {len(items)} {noun} {how}") as tick:
         bar = (lambda done, total: tick(done, total, len(items))) if tick else None
         return judge_pairs(spec, items, options.cache_dir, bar)
 
 
-def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> Answers:
-    """One example to judge: its question, reference and both sides' answers."""
+def _check_turn_scale(mode: Mode, baseline: Run, catalog: TaskCatalog) -> None:
+    """A judged conversation turn passes at its `min` score: only a grading judge gives one,
+    and a `min` above its scale's top could never pass."""
+    known = [name for name in sorted(baseline.manifest.tasks) if catalog.has(name)]
+    for task in catalog.get(known):
+        if not isinstance(task, ConversationTask) or not task.judged:
+            continue
+        if mode is Mode.PAIRWISE:
+            raise BadInput(
+                f"{task.name} has turns checked by the judge: they need a grading judge (set "
+                "judge.template to single or rubric, or a file with judge.mode single or rubric)"
+            )
+        top = int(CHOICES[mode][-1])
+        for item in task.items:
+            for turn in judged_turns(item):
+                low = item["turns"][turn]["check"]["judge"]["min"]
+                if low > top:
+                    raise BadInput(
+                        f"{task.name} item {item['id']!r} turn {turn + 1}: judge min {low:g} "
+                        f"is above the {mode} scale's top ({top})"
+                    )
+
+
+def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> list[Answers]:
+    """What to judge of one example: its question, reference and both sides' answers; for a
+    conversation with judged turns, each judged turn on its own."""
     reference = example.doc.get("reference") if example is not None else None
     failed = [
         f"the {side}'s run failed ({r.status})"
@@ -385,17 +422,48 @@ def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> 
     talk = example is not None and isinstance(example.doc.get("turns"), list)
     if example is None:
         question = ""
+    elif talk and judged_turns(example.doc):
+        turns = judged_turns(example.doc)
+        return [_turn_answers(unit, base, cand, example.doc, t, failed) for t in turns]
     else:
         question = judge_question(example.doc) if talk else _question(example)
+    return [
+        Answers(
+            task=base.task,
+            doc_id=base.doc_id,
+            unit=unit,
+            question=question,
+            reference=reference if isinstance(reference, str) else None,
+            baseline=_text(base, talk),
+            candidate=_text(cand, talk),
+            failed="; ".join(failed),
+        )
+    ]
+
+
+def _turn_answers(
+    unit: str, base: Record, cand: Record, item: Doc, turn: int, failed: list[str]
+) -> Answers:
+    """One judged turn of a conversation: the conversation up to it, and each side's reply
+    with the history that side saw."""
+    check = item["turns"][turn]["check"]["judge"]
+
+    def answer(record: Record) -> str | None:
+        if not record.ok or not isinstance(record.pred, list):
+            return None
+        return turn_answer(item, [str(reply) for reply in record.pred], turn)
+
     return Answers(
         task=base.task,
         doc_id=base.doc_id,
         unit=unit,
-        question=question,
-        reference=reference if isinstance(reference, str) else None,
-        baseline=_text(base, talk),
-        candidate=_text(cand, talk),
+        question=turn_question(item, turn),
+        reference=check.get("reference"),
+        baseline=answer(base),
+        candidate=answer(cand),
         failed="; ".join(failed),
+        turn=turn + 1,
+        min_score=float(check["min"]),
     )
 
 

@@ -321,7 +321,9 @@ def _with_judge(unit: UnitResult, summary: JudgedSummary | None) -> UnitResult:
     return replace(
         unit,
         metric=(
-            "judge pairwise: share preferred"
+            f"conversation pass (turns judged {summary.mode})"
+            if summary.per_turn
+            else "judge pairwise: share preferred"
             if summary.mode == "pairwise"
             else f"judge {summary.mode}: score (0-1)"
         ),

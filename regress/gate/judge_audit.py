@@ -491,9 +491,10 @@ def _objects(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _judgement(obj: dict[str, Any], where: str) -> Judgement:
-    _check_keys(obj, _JUDGEMENT_KEYS, frozenset(), where)
-    if obj["mode"] != "pairwise":
+    # The mode first: a graded line (a judged turn's too) has keys a pairwise one has not.
+    if obj.get("mode", "pairwise") != "pairwise":
         raise BadInput(f"{where}: mode {_show(obj['mode'])}: only pairwise judgements are audited")
+    _check_keys(obj, _JUDGEMENT_KEYS, frozenset(), where)
     verdicts = _pair(obj, "verdicts", where, lambda v: v is None or v in VERDICTS)
     outcome = _choice(obj, "outcome", OUTCOMES, where)
     consistent = obj["consistent"]

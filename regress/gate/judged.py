@@ -9,6 +9,10 @@ Graded (a single 1-10 or rubric 1-5 template), each side's score, scaled to [0, 
 (top - 1)), becomes the example's value of the task's primary metric with `correct` unset: a
 score unit, tested by the gate's paired bootstrap-t against max_drop on that scale.
 
+A conversation with judged turns is graded turn by turn: each side's judged turn passes when
+its score reaches the turn's `min` (and its code checks passed), and the conversation passes
+when every checked turn does. Its 0/1 pass is the outcome, tested as any accuracy unit.
+
 Either way a judge error leaves its example out of the test (there is no verdict to pair) and
 counts as a failure of the unit: above max_error_rate the unit is an ERROR, never a REGRESSION.
 
@@ -27,6 +31,7 @@ import numpy as np
 
 from regress.core.errors import BadInput
 from regress.core.manifest import TaskInfo
+from regress.core.records import Record
 from regress.gate.pairing import Pair
 from regress.run.judge import Judged, Judgement, Outcome, judge_id
 from regress.tasks.judge_templates import CHOICES, Mode
@@ -68,6 +73,8 @@ class JudgedSummary:
     weighted quality score, one criterion)."""
     distinct_scores: int | None = None
     """Graded modes: how many different scores the judge gave over every answer it scored."""
+    per_turn: bool = False
+    """Conversation turns were graded one by one; the unit tests conversation pass."""
 
     @property
     def decides(self) -> bool:
@@ -110,6 +117,36 @@ def outcome_pairs(
             )
         )
     return out
+
+
+def turn_outcome_pairs(
+    pairs: Sequence[Pair], judgements: Mapping[int, Sequence[Judgement]]
+) -> list[Pair]:
+    """A conversation task's pairs with each side's judged turns decided (see the module
+    docstring): `correct` is the conversation's pass and `scores["turn_pass"]` every turn's.
+    A conversation with a judge error on any turn is left out, as a judged example is."""
+    out = []
+    for base, cand in pairs:
+        found = judgements.get(base.doc_id)
+        if not found:
+            raise BadInput(f"task {base.task} doc {base.doc_id}: paired but not judged")
+        if any(j.outcome is Outcome.JUDGE_ERROR for j in found):
+            continue
+        out.append((_turns_decided(base, found, 0), _turns_decided(cand, found, 1)))
+    return out
+
+
+def _turns_decided(record: Record, found: Sequence[Judgement], side: int) -> Record:
+    """One side's record with its judged turns passed or failed; a failed run stays failed."""
+    if not record.ok:
+        return record
+    turns = list(record.scores["turn_pass"])
+    for j in found:
+        score, at = j.verdicts[side], int(j.turn or 0) - 1
+        # A judged turn whose code checks failed stays failed whatever the judge says.
+        turns[at] = 0 if turns[at] == 0 else int(float(score or 0) >= float(j.min_score or 0))
+    passed = int(all(p for p in turns if p is not None))
+    return replace(record, correct=passed, scores={**record.scores, "turn_pass": turns})
 
 
 def candidate_scores(judgements: Sequence[Judgement]) -> list[float]:
@@ -168,6 +205,7 @@ def summarize(
         scores=((float(np.mean([b for b, _ in graded])), float(theirs.mean())) if graded else None),
         quality_ci=_bootstrap(theirs) if graded else None,
         distinct_scores=len({v for pair in graded for v in pair}) if graded else None,
+        per_turn=any(j.turn is not None for j in judgements),
     )
 
 
@@ -204,9 +242,9 @@ def judged_pairs(
 ) -> tuple[dict[str, list[Pair]], dict[str, JudgedSummary]]:
     """`pairs` with every judged unit's tasks turned into outcomes, and each judged unit's
     summary."""
-    by_task: dict[str, dict[int, Judgement]] = {}
+    by_task: dict[str, dict[int, list[Judgement]]] = {}
     for j in judged.judgements:
-        by_task.setdefault(j.task, {})[j.doc_id] = j
+        by_task.setdefault(j.task, {}).setdefault(j.doc_id, []).append(j)
     out = dict(pairs)
     summaries = {}
     for name, tasks in units.items():
@@ -214,7 +252,11 @@ def judged_pairs(
             continue
         for task in tasks:
             found = by_task.get(task.name, {})
-            out[task.name] = outcome_pairs(pairs[task.name], found, task.metric)
-        mine = [j for t in tasks for j in by_task.get(t.name, {}).values()]
+            if any(j.turn is not None for js in found.values() for j in js):
+                out[task.name] = turn_outcome_pairs(pairs[task.name], found)
+                continue
+            whole = {doc_id: js[0] for doc_id, js in found.items()}
+            out[task.name] = outcome_pairs(pairs[task.name], whole, task.metric)
+        mine = [j for t in tasks for js in by_task.get(t.name, {}).values() for j in js]
         summaries[name] = summarize(judged, mine, min_consistency)
     return out, summaries

@@ -97,6 +97,10 @@ def prepare(specs: Sequence[TaskSpec], source: DataSource, shard: Shard | None =
     """
     prepared = []
     for spec in specs:
+        task = spec.task
+        if isinstance(task, ConversationTask) and task.judged and spec.generation.repeats > 1:
+            # The judge grades one reply per turn; samples of a turn would need a rule of their own.
+            raise BadInput(f"{task.name}: a conversation set with judged turns cannot be repeated")
         if isinstance(spec.limit, float):
             examples = spec.task.examples(source, spec.num_fewshot)
             spec = replace(spec, limit=math.ceil(len(examples) * spec.limit))

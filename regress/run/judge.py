@@ -42,7 +42,14 @@ from regress.core.requests import (
     Request,
 )
 from regress.run.cache import ResultCache, cached_execute, model_key
-from regress.tasks.judge_templates import CHOICES, OPENING, JudgeTemplate, Mode, judge_template
+from regress.tasks.judge_templates import (
+    CHOICES,
+    CLOSING,
+    OPENING,
+    JudgeTemplate,
+    Mode,
+    judge_template,
+)
 
 
 class Read(StrEnum):
@@ -156,6 +163,10 @@ class Answers:
     candidate: str | None
     failed: str = ""
     """Why an answer is missing ("the candidate's run failed: timeout"), '' when none is."""
+    turn: int | None = None
+    """A conversation turn judged on its own (1-based); None for a whole example."""
+    min_score: float | None = None
+    """That turn's passing score on the template's scale (its check's `min`)."""
 
 
 @dataclass(frozen=True)
@@ -180,11 +191,17 @@ class Judgement:
     consistent: bool | None
     """Whether both orders named the same side; None when the judge was not asked or erred."""
     mode: str = "pairwise"
+    turn: int | None = None
+    """A conversation turn judged on its own (1-based), None for a whole example."""
+    min_score: float | None = None
+    """That turn's passing score: each side's turn passed when its score reached it."""
 
     def to_dict(self) -> dict[str, Any]:
+        turn = {"turn": self.turn, "min": self.min_score} if self.turn is not None else {}
         return {
             "task": self.task,
             "doc_id": self.doc_id,
+            **turn,
             "unit": self.unit,
             "mode": self.mode,
             "judge": self.judge,
@@ -339,6 +356,8 @@ def _judgement(
         outcome,
         consistent,
         str(template.mode),
+        item.turn,
+        item.min_score,
     )
 
 
@@ -353,7 +372,10 @@ def _graded_outcome(baseline: str | None, candidate: str | None) -> Outcome:
 def _requests(spec: JudgeSpec, template: JudgeTemplate, prompt: str) -> list[Request]:
     if spec.reads_logprobs:
         context = prompt + OPENING[template.mode]
-        return [LoglikelihoodRequest(context, choice) for choice in CHOICES[template.mode]]
+        closing = CLOSING[template.mode]
+        return [
+            LoglikelihoodRequest(context, choice + closing) for choice in CHOICES[template.mode]
+        ]
     return [
         GenerateRequest(
             prompt, max_tokens=spec.max_tokens, temperature=spec.temperature, seed=spec.seed

@@ -16,8 +16,9 @@ the policy's relative limit (docs/tasks.md#golden-sets). A turn has a `user` mes
 - `check`: how the reply is judged, with any of `expected` (with `match` and `ignore_case`,
   exactly as a golden set's), `validators` (a list of validator specs: json_schema, regex,
   not_regex, numeric, instructions) and `tests` (assert statements run in the code sandbox
-  against the reply's code); the turn passes when every one passes. A turn without a check
-  is context only;
+  against the reply's code) and `judge` (`{"min": 7}`, optionally with a `reference`: the
+  policy's grading judge scores the reply in context at check time, and it passes at `min` or
+  above); the turn passes when every one passes. A turn without a check is context only;
 - `max_tokens` (default 64, as a golden set's) and `until` (stop strings; default none:
   the chat template's end of turn stops it);
 - `assistant`: the reference reply, used with `history: reference`.
@@ -32,6 +33,10 @@ Results per conversation: `conv_pass` (primary, 0/1: every checked turn passed),
 before the first failed check; all turns when none failed). The task adds per-turn accuracy
 with a bootstrap interval clustered by conversation (turns of one conversation are not
 independent) and the accuracy at each turn position.
+
+A set with a judged turn is scored only by a judge (primary metric `judged`, as
+`open_answers`): `eval` reports what code can check, and `check` gates each conversation on
+every check once the judge has scored its judged turns (regress.gate.judged).
 
 Every turn's text (system and user messages, reference replies) is in the prompt hash, and
 the item (checks and flags included) in the doc hash, so a changed conversation is refused
@@ -62,6 +67,7 @@ from regress.tasks.golden import (
 )
 from regress.tasks.loaders import Doc, read_jsonl
 from regress.tasks.metrics import mean_with_stderr
+from regress.tasks.open_answers import JUDGED
 from regress.tasks.scoring.sandbox import (
     OPTIONAL_ENV,
     Outcome,
@@ -77,7 +83,10 @@ BOOTSTRAP_SEED = 0
 """Fixes the resamples of the per-turn interval, so a rerun reports the same interval."""
 _ITEM_KEYS = {"id", "system", "turns", "tags", "must_pass", "history"}
 _TURN_KEYS = {"user", "check", "assistant", "max_tokens", "until"}
-_CHECK_KEYS = {"expected", "match", "ignore_case", "validators", "tests"}
+_CHECK_KEYS = {"expected", "match", "ignore_case", "validators", "tests", "judge"}
+_JUDGE_KEYS = {"min", "reference"}
+JUDGE_PENDING = "left to the judge"
+"""A judged turn's reason at run time: its verdict is made at check time."""
 _SANDBOX = SandboxLimits(cpu_seconds=5, wall_seconds=10.0)
 _FENCED = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -129,6 +138,9 @@ def _item(row: Any, where: str) -> Doc:
             raise BadInput(f"{where}: turn {i + 1}: `assistant` is read with history: reference")
     if not any("check" in t for t in parsed):
         raise BadInput(f"{where}: no turn has a `check`")
+    if flags["must_pass"] and any("judge" in t.get("check", {}) for t in parsed):
+        # A must-pass rule reads the stored records; a judged turn has no verdict there.
+        raise BadInput(f"{where}: a must-pass conversation cannot have a judged turn")
     item: Doc = {"id": _text(row, "id", where), **flags}
     if (system := _text(row, "system", where, required=False)) is not None:
         item["system"] = system
@@ -168,11 +180,37 @@ def _check(spec: Any, where: str) -> Doc:
         if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
             raise BadInput(f"{where}: `tests` must be a non-empty list of assert statements")
         check["tests"] = tests
+    if "judge" in spec:
+        check["judge"] = _judge_check(spec["judge"], f"{where}: judge")
     return check
 
 
+def _judge_check(spec: Any, where: str) -> Doc:
+    if not isinstance(spec, dict):
+        raise BadInput(f"{where}: a judge check is an object with `min` (the passing score)")
+    _known(spec, _JUDGE_KEYS, where)
+    low = spec.get("min")
+    if isinstance(low, bool) or not isinstance(low, int | float) or low < 1:
+        raise BadInput(f"{where}: `min` must be a score of 1 or more on the judge's scale")
+    out: Doc = {"min": low}
+    if "reference" in spec:
+        out["reference"] = _text(spec, "reference", where)
+    return out
+
+
+def has_judged_turns(items: Sequence[Doc]) -> bool:
+    """Whether any turn of a set is checked by the judge."""
+    return any("judge" in t.get("check", {}) for item in items for t in item["turns"])
+
+
+def judged_turns(item: Doc) -> list[int]:
+    """The 0-based turns of a conversation whose check includes the judge."""
+    return [i for i, t in enumerate(item["turns"]) if "judge" in t.get("check", {})]
+
+
 def judge_turn(check: Doc, reply: str) -> tuple[bool, str]:
-    """Whether a reply passes its turn's check, and why not (empty when it passed)."""
+    """Whether a reply passes its turn's checks that code makes (all but `judge`), and why
+    not (empty when it passed)."""
     if "expected" in check and not matches(reply, check):
         return False, f"expected {check['match']} {check['expected'][0]!r}"
     for spec in check.get("validators", ()):
@@ -213,22 +251,43 @@ def messages(item: Doc, turn: int, replies: Sequence[str] | None = None) -> tupl
     return (*out, ("user", item["turns"][turn]["user"]))
 
 
-def judge_question(item: Doc) -> str:
+def judge_question(item: Doc, upto: int | None = None) -> str:
     """A conversation as a judge reads its question: the system message and each turn's user
-    message, with `history: reference` the given reply that followed it (the model saw those;
-    with its own history it saw its own replies, which are the answers judged)."""
+    message (the first `upto` turns; all by default), with `history: reference` the given
+    reply that followed each but the last shown (the model saw those; with its own history it
+    saw its own replies, which are the answers judged)."""
     n = len(item["turns"])
+    shown = item["turns"][: upto or n]
     lines = [f"(System message: {item['system']})"] if "system" in item else []
-    for i, turn in enumerate(item["turns"], 1):
+    for i, turn in enumerate(shown, 1):
         lines.append(f"User, turn {i} of {n}: {turn['user']}")
-        if item["history"] == "reference" and i < n:
+        if item["history"] == "reference" and i < len(shown):
             lines.append(f"(Given assistant reply to turn {i}: {turn['assistant']})")
     return "\n\n".join(lines)
 
 
-def judge_answer(replies: Sequence[str]) -> str:
-    """One side's replies to a conversation, turn by turn, as a judge reads its answer."""
-    return "\n\n".join(f"Assistant, turn {i}: {reply}" for i, reply in enumerate(replies, 1))
+def judge_answer(replies: Sequence[str], first: int = 1) -> str:
+    """One side's replies to a conversation, turn by turn (the first one is turn `first`),
+    as a judge reads its answer."""
+    return "\n\n".join(f"Assistant, turn {i}: {reply}" for i, reply in enumerate(replies, first))
+
+
+def turn_question(item: Doc, turn: int) -> str:
+    """The question a grading judge reads for turn `turn` (0-based): the conversation up to
+    that turn's user message, and which reply to grade. With `history: reference` the given
+    replies are part of it; with the model's own, they are in the answer (`turn_answer`)."""
+    earlier = "" if turn == 0 else "; its earlier replies are context"
+    focus = f"(Grade only the assistant's reply to turn {turn + 1}{earlier}.)"
+    return f"{judge_question(item, turn + 1)}\n\n{focus}"
+
+
+def turn_answer(item: Doc, replies: Sequence[str], turn: int) -> str:
+    """One side's answer to grade for turn `turn`: with its own history, its replies up to
+    and including that turn (the judge must see what the model saw); with reference
+    history, that turn's reply alone."""
+    if item["history"] == "reference":
+        return judge_answer([replies[turn]], first=turn + 1)
+    return judge_answer(replies[: turn + 1])
 
 
 def cluster_interval(passed: Sequence[float], checked: Sequence[float]) -> tuple[float, float]:
@@ -305,8 +364,15 @@ class ConversationTask:
         spec = item["turns"][turn]
         return GenerateRequest("", tuple(spec["until"]), spec["max_tokens"], messages=chat)
 
+    @property
+    def judged(self) -> bool:
+        """Whether a judge scores the set (a turn's check includes `judge`)."""
+        return self.primary_metric == JUDGED
+
     def score(self, example: Example, results: Sequence[Result]) -> Scored:
-        """Each checked turn judged; the conversation passes when all of them pass."""
+        """Each checked turn judged; the conversation passes when all of them pass. A judged
+        turn whose code checks passed is left open (None, JUDGE_PENDING) for the judge at
+        check time, and so is the conversation (`correct` None)."""
         turns = example.doc["turns"]
         replies: list[str] = []
         passed: list[int | None] = []
@@ -320,9 +386,14 @@ class ConversationTask:
                 reasons.append("")
                 continue
             ok, why = judge_turn(turn["check"], result.text)
-            passed.append(int(ok))
-            reasons.append(why)
+            pending = ok and "judge" in turn["check"]
+            passed.append(None if pending else int(ok))
+            reasons.append(JUDGE_PENDING if pending else why)
+        scores: dict[str, list[Any]] = {"turn_pass": passed, "reason": reasons}
         checked = [p for p in passed if p is not None]
+        if self.judged:
+            metrics = {"turn_pass": sum(checked) / len(checked)} if checked else {}
+            return Scored(replies, None, metrics, scores)
         first_failure = next((i for i, p in enumerate(passed) if p == 0), len(turns))
         metrics = {
             "conv_pass": float(all(checked)),
@@ -332,23 +403,30 @@ class ConversationTask:
         if example.doc["must_pass"]:
             # Makes the set a golden set for the gate: its must-pass and relative-drop rules.
             metrics["must_pass"] = 1.0
-        scores: dict[str, list[Any]] = {"turn_pass": passed, "reason": reasons}
         return Scored(replies, int(all(checked)), metrics, scores)
 
     def aggregate(self, scored: Sequence[Scored]) -> dict[str, float]:
         """Conversation pass rate, per-turn accuracy (with its clustered interval and per
-        position) and mean turns before the first failure."""
-        out = mean_with_stderr("conv_pass", [s.metrics["conv_pass"] for s in scored])
+        position) and mean turns before the first failure. A judged set has only what code
+        checked before the judge: the per-turn figures of the turns it decided."""
         per_conv = [[p for p in s.scores["turn_pass"] if p is not None] for s in scored]
         passed, checked = [sum(p) for p in per_conv], [len(p) for p in per_conv]
-        out["turn_pass"] = sum(passed) / sum(checked)
-        out["turn_pass_ci_low"], out["turn_pass_ci_high"] = cluster_interval(passed, checked)
+        out: dict[str, float] = {}
+        if not self.judged:
+            out = mean_with_stderr("conv_pass", [s.metrics["conv_pass"] for s in scored])
+        if sum(checked):
+            decided = [(p, c) for p, c in zip(passed, checked, strict=True) if c]
+            out["turn_pass"] = sum(passed) / sum(checked)
+            low, high = cluster_interval([p for p, _ in decided], [c for _, c in decided])
+            out["turn_pass_ci_low"], out["turn_pass_ci_high"] = low, high
         longest = max(len(s.scores["turn_pass"]) for s in scored)
         for t in range(longest):
             at = [s.scores["turn_pass"][t] for s in scored if len(s.scores["turn_pass"]) > t]
             at = [p for p in at if p is not None]
             if at:
                 out[f"turn{t + 1}_pass"] = sum(at) / len(at)
+        if self.judged:
+            return out
         out["turns_before_failure"] = float(
             np.mean([s.metrics["turns_before_failure"] for s in scored])
         )
@@ -373,7 +451,9 @@ def conversation_task(path: Path) -> ConversationTask:
     `conv` is the name as it is)."""
     stem = re.sub(r"\W+", "_", path.stem).strip("_").lower() or "set"
     name = stem if stem.startswith("conv") else f"conv_{stem}"
-    return ConversationTask(name=name, items=tuple(read_conversations(path)), path=path)
+    items = tuple(read_conversations(path))
+    metric = JUDGED if has_judged_turns(items) else "conv_pass"
+    return ConversationTask(name=name, items=items, path=path, primary_metric=metric)
 
 
 def builtin_conversations() -> ConversationTask:

@@ -53,6 +53,10 @@ CHOICES = {
     Mode.RUBRIC: tuple(str(k) for k in range(1, 6)),
 }
 """Every verdict a mode allows, as the judge writes it after its opening."""
+CLOSING = {Mode.PAIRWISE: "", Mode.SINGLE: "]]", Mode.RUBRIC: ""}
+"""What log-prob reading scores after each verdict: a 1-10 grade with its closing `]]`, since
+tokenizers that split digits (Gemma's, SmolLM2's) make `10` the token `1` then `0`, and
+without the brackets "1" would take 10's probability and 10 could never be read."""
 _PATTERNS = {
     Mode.PAIRWISE: re.compile(r"\[\[([ABC])\]\]"),
     Mode.SINGLE: re.compile(r"\[\[(\d+(?:\.\d+)?)\]\]"),
