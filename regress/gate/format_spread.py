@@ -63,14 +63,15 @@ def _rates(
 ) -> dict[str, dict[str, dict[tuple[str, int], float]]]:
     """unit -> format label -> (base task, doc_id) -> the example's pass rate, for every unit
     in two or more formats."""
+    variants = {}  # task -> (its base task, its unit, its label)
     labels: dict[str, set[str]] = {}
     for name, info in tasks.items():
         base, label = variant_of(name)
-        labels.setdefault(variant_of(info.group)[0] if info.group else base, set()).add(label)
-    rates: dict[str, dict[str, dict[tuple[str, int], float]]] = {}
-    for name, info in tasks.items():
-        base, label = variant_of(name)
         unit = variant_of(info.group)[0] if info.group else base
+        variants[name] = base, unit, label
+        labels.setdefault(unit, set()).add(label)
+    rates: dict[str, dict[str, dict[tuple[str, int], float]]] = {}
+    for name, (base, unit, label) in variants.items():
         if len(labels[unit]) < 2:
             continue
         by_doc = rates.setdefault(unit, {}).setdefault(label, {})

@@ -19,10 +19,10 @@ from regress.core.errors import BadInput
 from regress.tasks import get_tasks, list_tasks, task_groups
 from regress.tasks.base import Task
 from regress.tasks.conversation import ConversationTask, conversation_task, is_conversation_file
-from regress.tasks.formats import FormattedTask, prompt_format, split_name
+from regress.tasks.formats import FormattedTask, prompt_format
 from regress.tasks.golden import GoldenTask, golden_task
-from regress.tasks.instructions import InstructedTask, split_instruction
-from regress.tasks.variants import variant_of
+from regress.tasks.instructions import InstructedTask
+from regress.tasks.variants import split_format, split_instruction, variant_of
 from regress.tasks.yaml_config import GroupFile, TaskFile, scan
 from regress.tasks.yaml_task import yaml_task
 
@@ -57,10 +57,10 @@ class TaskCatalog:
         return list(chosen.values())
 
     def _expand(self, name: str) -> list[Task]:
-        formatted = split_name(name)
+        formatted = split_format(name)
         if formatted is not None:
             base, index = formatted
-            if split_name(base) is not None:
+            if split_format(base) is not None:
                 raise BadInput(f"{name}: one format per task (`{base}` already names one)")
             prompt_format(index)  # a format the grammar has
             # A conversation has no prompt to reformat: it runs once, as it is.

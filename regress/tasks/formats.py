@@ -42,9 +42,6 @@ GRAMMAR_VERSION = 1
 FORMAT_SEED = 20231017
 """Fixes the order formats 1, 2, ... are drawn in (FormatSpread's arXiv date)."""
 MAX_FORMATS = 64
-SUFFIX = re.compile(r"^(?P<base>.+)@fmt(?P<index>[0-9]{1,2})$")
-"""`arc_easy@fmt3`: task (or group) arc_easy in format 3."""
-
 _NAMES = {"full": ("Question", "Answer"), "short": ("Q", "A")}
 _CASES = ("as is", "upper", "lower")
 _SEPARATORS = (":", " :", " -", "::")
@@ -133,12 +130,6 @@ def formatted_names(names: Sequence[str], k: int) -> list[str]:
     if not 1 <= k <= MAX_FORMATS:
         raise BadInput(f"--formats: between 1 and {MAX_FORMATS}, got {k}")
     return [f"{name}@fmt{i}" for name in names for i in range(k)]
-
-
-def split_name(name: str) -> tuple[str, int] | None:
-    """(`arc_easy`, 3) for `arc_easy@fmt3`; None for a name without a format."""
-    match = SUFFIX.match(name)
-    return (match["base"], int(match["index"])) if match else None
 
 
 # eq=False: a task is an identity, as the tasks it wraps.

@@ -14,7 +14,6 @@ conversations, perplexity) refuse it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,15 +24,6 @@ from regress.tasks.base import DataSource, Example, Task
 from regress.tasks.multiple_choice import MultipleChoiceTask
 from regress.tasks.variants import TaskVariant
 from regress.tasks.yaml_task import YamlTask
-
-SUFFIX = re.compile(r"^(?P<base>.+)@ins(?P<key>[0-9a-f]{8})$")
-"""`arc_easy@ins1a2b3c4d`: task (or group) arc_easy with the instruction keyed 1a2b3c4d."""
-
-
-def split_instruction(name: str) -> tuple[str, str] | None:
-    """(`arc_easy`, `1a2b3c4d`) for `arc_easy@ins1a2b3c4d`; None for a name without one."""
-    match = SUFFIX.match(name)
-    return (match["base"], match["key"]) if match else None
 
 
 def instructed_names(name: str, texts: Sequence[str]) -> list[str]:

@@ -17,15 +17,32 @@ from typing import Any
 from regress.core.requests import RequestKind, Result
 from regress.tasks.base import DataSource, Example, Scored, Task
 
-_VARIANT = re.compile(r"^(?P<base>.+?)(?P<label>(?:@ins[0-9a-f]{8})?(?:@fmt[0-9]{1,2})?)$")
+_FORMAT = re.compile(r"^(?P<base>.+)@fmt(?P<index>[0-9]{1,2})$")
+_INSTRUCTION = re.compile(r"^(?P<base>.+)@ins(?P<key>[0-9a-f]{8})$")
+
+
+def split_format(name: str) -> tuple[str, int] | None:
+    """(`arc_easy`, 3) for `arc_easy@fmt3`; None for a name that does not end in a format."""
+    match = _FORMAT.match(name)
+    return (match["base"], int(match["index"])) if match else None
+
+
+def split_instruction(name: str) -> tuple[str, str] | None:
+    """(`arc_easy`, `1a2b3c4d`) for `arc_easy@ins1a2b3c4d`; None for a name that does not end
+    in an instruction."""
+    match = _INSTRUCTION.match(name)
+    return (match["base"], match["key"]) if match else None
 
 
 def variant_of(name: str) -> tuple[str, str]:
     """(`arc_easy`, `ins1a2b3c4d@fmt2`) for `arc_easy@ins1a2b3c4d@fmt2`; (`arc_easy`, ``) for
     the task as it is."""
-    match = _VARIANT.match(name)
-    assert match is not None  # the pattern matches every name
-    return match["base"], match["label"].removeprefix("@")
+    base, label = name, ""
+    if (formatted := split_format(base)) is not None:
+        base, label = formatted[0], f"fmt{formatted[1]}"
+    if (instructed := split_instruction(base)) is not None:
+        base, label = instructed[0], "@".join(filter(None, (f"ins{instructed[1]}", label)))
+    return base, label
 
 
 def label_order(label: str) -> tuple[str, int]:
