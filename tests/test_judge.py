@@ -215,8 +215,9 @@ def test_wins_losses_ties_and_errors_are_gated_as_paired_counts(judge_server) ->
     (unit,) = result.comparison.units
     judged = unit.judged
     assert (judged.wins, judged.losses, judged.ties, judged.judge_errors) == (30, 0, 8, 2)
-    # Every example asked in both orders, the garbled ones too.
-    assert server.calls == judged.calls == 80
+    # Every example asked in both orders, the garbled ones too; the 8 equal answers make
+    # both orders one prompt, asked once.
+    assert server.calls == judged.calls == 72
     # The 8 equal pairs: A in both orders, so opposite sides: none consistent.
     assert judged.consistency == pytest.approx(30 / 38)
     assert judged.win_rate == pytest.approx((30 + 4) / 38)
@@ -306,7 +307,7 @@ def test_a_failed_answer_loses_without_asking_the_judge(judge_server) -> None:
     first = result.judgements[0]
     assert first.outcome is Outcome.LOSS and first.consistent is None
     assert first.replies[0].startswith("not judged: the candidate's run failed")
-    assert server.calls == 78
+    assert server.calls == 39  # the other 39: equal answers, both orders one prompt
 
 
 def test_verdicts_are_cached_under_the_judges_identity(judge_server, tmp_path: Path) -> None:
@@ -318,7 +319,7 @@ def test_verdicts_are_cached_under_the_judges_identity(judge_server, tmp_path: P
     # Failed results are not cached (a timeout deserves a retry); the garbled replies are
     # answers, so they are.
     again = check(base, cand, options)
-    assert server.calls == asked == 80
+    assert server.calls == asked == 72
     assert again.comparison.units == first.comparison.units
     (use,) = [u for u in again.comparison.cache if u.run == "judge"]
     # The 8 equal answers make both orders one prompt: 72 distinct verdicts replayed.
@@ -326,13 +327,13 @@ def test_verdicts_are_cached_under_the_judges_identity(judge_server, tmp_path: P
     # A new seed is another judge: nothing replays.
     reseeded = replace(options, policy=_policy(_spec(url, seed=1)))
     check(base, cand, reseeded)
-    assert server.calls == 160
+    assert server.calls == 144
     # So is an edited template.
     path = tmp_path / "mine.txt"
     path.write_text(BUILTIN["pairwise"].text.replace("impartial", "fair"), encoding="utf-8")
     edited = replace(options, policy=_policy(_spec(url, template=str(path))))
     result = check(base, cand, edited).comparison
-    assert server.calls == 240
+    assert server.calls == 216
     assert result.units[0].judged.identity["template_sha256"] != BUILTIN["pairwise"].sha256
 
 
@@ -469,9 +470,9 @@ def test_the_report_prices_the_judges_calls_at_the_judges_own_prices(
     assert result.exit_code == 0, result.output
     [judged] = [u["judged"] for u in json.loads(gate.read_text())["units"]]
     prompt, completion = judged["tokens"]["prompt"], judged["tokens"]["completion"]
-    # What the scripted server said it used: 7 generated tokens a call, 80 calls (both orders
-    # of 40 examples).
-    assert judged["calls"] == server.calls == 80 and completion == 7 * 80
+    # What the scripted server said it used: 7 generated tokens a call, 72 calls (both orders
+    # of 40 examples, but one for each of the 8 whose answers are equal).
+    assert judged["calls"] == server.calls == 72 and completion == 7 * 72
     cost = prompt / 1000 * 0.5 + completion / 1000 * 2
     text = page.read_text()
     row = re.search(r"<h3>Judge calls</h3><table>.*?</table>", text, re.S)
@@ -555,8 +556,9 @@ def test_a_rubric_judge_gates_the_mean_score(judge_server) -> None:
     result = check(base, cand, CheckOptions(policy=policy))
     (unit,) = result.comparison.units
     judged = unit.judged
-    # Each answer graded once: 3 of 5, or 4 with a "+" (scaled: 0.5 and 0.75).
-    assert server.calls == judged.calls == 80
+    # Each answer graded once: 3 of 5, or 4 with a "+" (scaled: 0.5 and 0.75); the 20 equal
+    # pairs are one prompt each.
+    assert server.calls == judged.calls == 60
     assert judged.mode == "rubric" and judged.scores == (3.0, 3.5)
     assert (judged.wins, judged.losses, judged.ties, judged.consistency) == (20, 0, 20, None)
     assert judged.quality_ci[0] < 3.5 < judged.quality_ci[1]

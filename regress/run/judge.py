@@ -225,7 +225,7 @@ class Judged:
     judgements: tuple[Judgement, ...]
     identity: Mapping[str, Any]
     calls: int
-    """Requests sent to the judge model (cached ones included)."""
+    """Distinct requests sent to the judge model (cached ones included)."""
     tokens: Mapping[str, int]
     """`prompt` and `completion` tokens the judge's requests took."""
     cached: int = 0
@@ -269,17 +269,22 @@ def judge_pairs(
     }
     keys = list(prompts)
     requests = [r for key in keys for r in _requests(spec, template, prompts[key])]
+    # Equal answers make equal prompts (both sides' in graded mode, both orders' pairwise):
+    # the judge is asked each distinct request once.
+    distinct = list(dict.fromkeys(requests))
     done = 0
 
     def tick(n: int) -> None:
         nonlocal done
         done += n
         if progress is not None:
-            progress(done, len(requests))
+            progress(done, len(distinct))
 
-    answers, cached, computed = (
-        _ask(spec, requests, identity, cache_dir, tick) if requests else ([], 0, 0)
+    said, cached, computed = (
+        _ask(spec, distinct, identity, cache_dir, tick) if distinct else ([], 0, 0)
     )
+    position = {request: i for i, request in enumerate(distinct)}
+    answers = [said[position[request]] for request in requests]
     per = len(CHOICES[template.mode]) if spec.reads_logprobs else 1
     read = {
         key: _verdict(spec, template, answers[i * per : (i + 1) * per])
@@ -290,10 +295,10 @@ def judge_pairs(
         for k, item in enumerate(items)
     )
     tokens = {
-        "prompt": sum(_n(a, "n_context_tokens") for a in answers),
-        "completion": sum(_n(a, "n_tokens") for a in answers if isinstance(a, GenerateResult)),
+        "prompt": sum(_n(a, "n_context_tokens") for a in said),
+        "completion": sum(_n(a, "n_tokens") for a in said if isinstance(a, GenerateResult)),
     }
-    return Judged(template.mode, out, identity, len(requests), tokens, cached, computed)
+    return Judged(template.mode, out, identity, len(distinct), tokens, cached, computed)
 
 
 def _prompts(template: JudgeTemplate, item: Answers) -> list[tuple[int, str]]:
