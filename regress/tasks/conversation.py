@@ -48,6 +48,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -324,7 +325,6 @@ class ConversationTask:
     path: Path | None = None
     """The user's file; None for the built-in set."""
     group: str | None = None
-    primary_metric: str = "conv_pass"
     output_type: RequestKind = "generate_until"
     binary: bool = True
     default_fewshot: int = 0
@@ -364,10 +364,15 @@ class ConversationTask:
         spec = item["turns"][turn]
         return GenerateRequest("", tuple(spec["until"]), spec["max_tokens"], messages=chat)
 
-    @property
+    @cached_property
     def judged(self) -> bool:
         """Whether a judge scores the set (a turn's check includes `judge`)."""
-        return self.primary_metric == JUDGED
+        return has_judged_turns(self.items)
+
+    @property
+    def primary_metric(self) -> str:
+        """`conv_pass`; `judged` for a set with judged turns, which only a judge can score."""
+        return JUDGED if self.judged else "conv_pass"
 
     def score(self, example: Example, results: Sequence[Result]) -> Scored:
         """Each checked turn judged; the conversation passes when all of them pass. A judged
@@ -451,9 +456,7 @@ def conversation_task(path: Path) -> ConversationTask:
     `conv` is the name as it is)."""
     stem = re.sub(r"\W+", "_", path.stem).strip("_").lower() or "set"
     name = stem if stem.startswith("conv") else f"conv_{stem}"
-    items = tuple(read_conversations(path))
-    metric = JUDGED if has_judged_turns(items) else "conv_pass"
-    return ConversationTask(name=name, items=items, path=path, primary_metric=metric)
+    return ConversationTask(name=name, items=tuple(read_conversations(path)), path=path)
 
 
 def builtin_conversations() -> ConversationTask:
