@@ -19,6 +19,7 @@ from regress.gate.check import CheckOptions, check
 from regress.gate.judge_audit import read_judgements
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
+from regress.report.markdown import render_markdown
 from regress.run.engine import TaskSpec, prepare
 from regress.run.generation import GenerationSettings
 from regress.tasks.base import DataSource
@@ -149,6 +150,13 @@ def test_the_judge_grades_each_judged_turn_and_the_gate_tests_conversations(
     assert focus in prompt
     line = judgements[0].to_dict()
     assert (line["turn"], line["min"], line["mode"]) == (2, 6.0, "single")
+    # The report's judged table: a header cell for every cell of the row, the grades shown.
+    report = render_markdown(result.comparison)
+    section = report[report.index("### Judged units") :].splitlines()
+    header, row = section[2], section[4]
+    assert header.count("|") == row.count("|") == 12
+    assert "| single |" in row and "6.00 → 5.00" in row
+    assert "each judged turn's reply graded" in report and "sha256 aaaaaaaaaaaa" in report
 
 
 def test_a_code_failure_is_not_undone_by_the_judge(tmp_path: Path, judge_server) -> None:

@@ -1003,21 +1003,31 @@ def _judged(comparison: Comparison, docs: _Docs) -> str:
     table = _table(
         [
             "unit",
+            "mode",
             "wins",
             "losses",
             "ties",
             "judge errors",
             "win rate [95% CI]",
+            "mean score [95% CI]",
             "consistency",
             "length",
             "judge",
         ],
         body,
-        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"],
+        ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"],
     )
     first = judged[0][1]
+    # The identity names the model only when its weights' sha256 is unknown.
+    model = first.identity.get("model") or f"sha256 {first.identity.get('model_sha256', '')[:12]}"
+    turns = (
+        " A conversation set with judged turns had each judged turn's reply graded; its unit "
+        "tables show conversation pass."
+        if any(j.per_turn for _, j in judged)
+        else ""
+    )
     note = (
-        f"_The judge ({first.identity.get('model')}, template {first.identity.get('template')}, "
+        f"_The judge ({model}, template {first.identity.get('template')}, "
         f"verdicts read from {first.identity.get('read')}). Pairwise, it saw each pair in both "
         "orders: a win or a loss needs both; a tie counts half in the win rate. Consistency: "
         "pairs whose two orders named the same side (below the policy's min_consistency the "
@@ -1026,7 +1036,7 @@ def _judged(comparison: Comparison, docs: _Docs) -> str:
         "candidate's higher score a win. Length: the candidate's answers over the baseline's; "
         "judges favour longer answers. In the unit tables a pairwise unit's baseline and "
         "candidate are the shares of examples each side's answer won, and broke / fixed count "
-        "its losses / wins; a graded unit's are the mean scores on a 0-1 scale "
+        f"its losses / wins; a graded unit's are the mean scores on a 0-1 scale.{turns} "
         f"({docs.cite('judge.md', 'reading-the-report', 'Judge')})._"
     )
     return f"### Judged units\n\n{table}\n\n{note}"
