@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--formats", default="4")
     parser.add_argument("--num-fewshot", default=None, help="shots (MMLU's default is 5)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/regress-formats"))
-    parser.add_argument("--candidates", default="Q4_0,IQ3_S")
+    parser.add_argument("--candidates", default="Q4_0,IQ3_S", help='none: ""')
     parser.add_argument("--models", default="smollm2-135m,gemma3-270m")
     parser.add_argument("--gated", default="smollm2-135m")
     args = parser.parse_args()
@@ -75,7 +75,7 @@ def main() -> None:
         create = ["baseline", "create", "--name", base, "-m", base, "--store", str(store)]
         step(f"baseline {base}", store / base, [*REGRESS, *create, *suite])
         source = str(resolve_model_path(base))
-        for kind in args.candidates.split(","):
+        for kind in filter(None, args.candidates.split(",")):
             model = work / f"{base}-{kind.lower()}.gguf"
             step(f"quantize {base} {kind}", model, [*REGRESS, "quantize", source, "--type", kind,
                                                     "-o", str(model)])  # fmt: skip
