@@ -400,8 +400,8 @@ def _check_turn_scale(mode: Mode, baseline: Run, catalog: TaskCatalog) -> None:
             )
         top = int(CHOICES[mode][-1])
         for item in task.items:
-            for turn in judged_turns(item):
-                low = item["turns"][turn]["check"]["judge"]["min"]
+            for turn, check in judged_turns(item):
+                low = check["min"]
                 if low > top:
                     raise BadInput(
                         f"{task.name} item {item['id']!r} turn {turn + 1}: judge min {low:g} "
@@ -422,9 +422,8 @@ def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> 
     talk = example is not None and isinstance(example.doc.get("turns"), list)
     if example is None:
         question = ""
-    elif talk and judged_turns(example.doc):
-        turns = judged_turns(example.doc)
-        return [_turn_answers(unit, base, cand, example.doc, t, failed) for t in turns]
+    elif talk and (turns := judged_turns(example.doc)):
+        return [_turn_answers(unit, base, cand, example.doc, t, c, failed) for t, c in turns]
     else:
         question = judge_question(example.doc) if talk else _question(example)
     return [
@@ -442,11 +441,10 @@ def _answers(unit: str, base: Record, cand: Record, example: Example | None) -> 
 
 
 def _turn_answers(
-    unit: str, base: Record, cand: Record, item: Doc, turn: int, failed: list[str]
+    unit: str, base: Record, cand: Record, item: Doc, turn: int, check: Doc, failed: list[str]
 ) -> Answers:
-    """One judged turn of a conversation: the conversation up to it, and each side's reply
-    with the history that side saw."""
-    check = item["turns"][turn]["check"]["judge"]
+    """One judged turn of a conversation (its judge `check`): the conversation up to it, and
+    each side's reply with the history that side saw."""
 
     def answer(record: Record) -> str | None:
         if not record.ok or not isinstance(record.pred, list):

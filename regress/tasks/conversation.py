@@ -199,14 +199,11 @@ def _judge_check(spec: Any, where: str) -> Doc:
     return out
 
 
-def has_judged_turns(items: Sequence[Doc]) -> bool:
-    """Whether any turn of a set is checked by the judge."""
-    return any("judge" in t.get("check", {}) for item in items for t in item["turns"])
-
-
-def judged_turns(item: Doc) -> list[int]:
-    """The 0-based turns of a conversation whose check includes the judge."""
-    return [i for i, t in enumerate(item["turns"]) if "judge" in t.get("check", {})]
+def judged_turns(item: Doc) -> list[tuple[int, Doc]]:
+    """Each turn of a conversation whose check includes the judge: its 0-based index and its
+    judge check (`min`, and `reference` when given)."""
+    checks = [t.get("check", {}) for t in item["turns"]]
+    return [(i, check["judge"]) for i, check in enumerate(checks) if "judge" in check]
 
 
 def judge_turn(check: Doc, reply: str) -> tuple[bool, str]:
@@ -367,7 +364,7 @@ class ConversationTask:
     @cached_property
     def judged(self) -> bool:
         """Whether a judge scores the set (a turn's check includes `judge`)."""
-        return has_judged_turns(self.items)
+        return any(judged_turns(item) for item in self.items)
 
     @property
     def primary_metric(self) -> str:
