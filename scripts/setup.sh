@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+# Model-written code runs under bubblewrap (docs/guarantees.md, "The code sandbox").
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+      || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+  else
+    echo "bubblewrap is missing: sudo apt-get install bubblewrap (the code sandbox needs it)" >&2
+  fi
+fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 # The CPU build first: a plain `torch` requirement would pull a multi-GB CUDA build.

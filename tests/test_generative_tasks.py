@@ -15,7 +15,7 @@ from regress.tasks import python_functions as pf
 from regress.tasks.constrained_writing import judge as judge_writing
 from regress.tasks.generative import read_items
 from regress.tasks.json_extraction import judge as judge_json
-from regress.tasks.scoring import sandbox
+from regress.tasks.scoring import confinement, sandbox
 from regress.tasks.scoring.sandbox import SandboxLimits, run_python
 from regress.tasks.scoring.validators import extract_json, parse_validator
 
@@ -129,9 +129,21 @@ def test_real_model_records_match_revalidated_generations() -> None:
 
 
 def test_a_refused_sandbox_stops_the_run_unless_opted_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "MIN_LANDLOCK_ABI", 1000)
+    def no_libseccomp() -> bytes:
+        raise confinement.Unavailable("libseccomp is not available: (test)")
+
+    monkeypatch.setattr(confinement, "seccomp_program", no_libseccomp)
     doc = pf.load()[0]
     with pytest.raises(RunFailed, match="REGRESS_SANDBOX_OPTIONAL"):
         pf.judge(doc, doc["solution"])
-    monkeypatch.setenv(sandbox.OPTIONAL_ENV, "landlock")
+    monkeypatch.setenv(sandbox.OPTIONAL_ENV, "seccomp")
     assert pf.judge(doc, doc["solution"]).correct == 1
+
+
+def test_without_bubblewrap_a_code_unit_is_an_error_not_a_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    doc = pf.load()[0]
+    with pytest.raises(RunFailed, match="apt-get install bubblewrap"):
+        pf.judge(doc, doc["solution"])

@@ -69,8 +69,9 @@ from regress.tasks.golden import (
 from regress.tasks.loaders import Doc, read_jsonl
 from regress.tasks.metrics import mean_with_stderr
 from regress.tasks.open_answers import JUDGED
+from regress.tasks.scoring.hidden_tests import parse_test
 from regress.tasks.scoring.sandbox import (
-    OPTIONAL_ENV,
+    HINT,
     Outcome,
     SandboxLimits,
     optional_layers_from_env,
@@ -180,6 +181,11 @@ def _check(spec: Any, where: str) -> Doc:
         tests = spec["tests"]
         if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
             raise BadInput(f"{where}: `tests` must be a non-empty list of assert statements")
+        for statement in tests:
+            try:
+                parse_test(statement)  # refused now, not when a reply is judged
+            except BadInput as exc:
+                raise BadInput(f"{where}: {exc}") from None
         check["tests"] = tests
     if "judge" in spec:
         check["judge"] = _judge_check(spec["judge"], f"{where}: judge")
@@ -224,8 +230,7 @@ def judge_turn(check: Doc, reply: str) -> tuple[bool, str]:
         result = run_python(reply_code(reply), check["tests"], limits)
         if result.outcome is Outcome.SANDBOX_ERROR:
             raise RunFailed(
-                f"conversation check: the code sandbox refused to run: {result.reason} (set "
-                f"{OPTIONAL_ENV} to the layers this machine lacks to run with fewer)"
+                f"conversation check: the code sandbox refused to run: {result.reason} ({HINT})"
             )
         if not result.passed:
             return False, f"code {result.outcome.value}: {result.reason}"

@@ -10,8 +10,9 @@ probed (a new `def`, or prose), and with it stripped a body for 6 of 6 (newline 
 one token, which the newline alone would split). The generation continues the function and
 stops at HumanEval's stop strings. The program run is the stripped prompt plus the
 generation, in
-`regress.tasks.scoring.sandbox` (CPU, memory, wall-clock and process limits, no network,
-writes only in a throwaway folder).
+`regress.tasks.scoring.sandbox` (bubblewrap: no network, no installed packages or task data
+in reach, writes only in a throwaway tmpfs; CPU, memory, wall-clock and process limits), which
+computes only the calls the hidden tests make; regress evaluates each assertion itself.
 
 Metrics: `pass` (primary, 0/1: every test passed) and `tests_passed` (the fraction).
 `scores["sandbox"]` holds the outcome (passed, failed, syntax_error, timeout, memory,
@@ -26,7 +27,7 @@ from regress.tasks.base import Scored
 from regress.tasks.generative import GenerativeTask, data_path, read_items
 from regress.tasks.loaders import Doc
 from regress.tasks.scoring.sandbox import (
-    OPTIONAL_ENV,
+    HINT,
     Outcome,
     SandboxLimits,
     optional_layers_from_env,
@@ -71,10 +72,8 @@ def judge(doc: Doc, text: str) -> Scored:
     )
     result = run_python(doc["prompt"].rstrip() + text, doc["tests"], limits)
     if result.outcome is Outcome.SANDBOX_ERROR:
-        raise RunFailed(
-            f"python_functions: the code sandbox refused to run: {result.reason} (set "
-            f"{OPTIONAL_ENV} to the layers this machine lacks to run with fewer)"
-        )
+        reason = f"python_functions: the code sandbox refused to run: {result.reason} ({HINT})"
+        raise RunFailed(reason)
     ran = result.outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.MEMORY)
     passed_tests = result.n_tests - len(result.failed_tests) if ran else 0
     metrics = {"pass": float(result.passed), "tests_passed": passed_tests / result.n_tests}
