@@ -1,14 +1,18 @@
-"""Task-level fingerprints: sha256 over the ordered hashes of a task's documents and prompts.
+"""Task-level fingerprints: sha256 over the ordered hashes of a task's documents and prompts,
+and over what scores its answers.
 
-A task's `dataset_hash` and `prompt_hash` (regress.core.manifest.TaskInfo) are computed here and
-nowhere else, so a run, a merged run, a proxy and an imported lm-eval run always agree.
+A task's `dataset_hash`, `prompt_hash` and `scoring_hash` (regress.core.manifest.TaskInfo) are
+computed here and nowhere else, so a run, a merged run, a proxy and an imported lm-eval run
+always agree.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from regress.core.records import Record
 
@@ -32,6 +36,14 @@ def digest(parts: Sequence[str]) -> str:
 def task_hashes(records: Sequence[Record]) -> tuple[str, str]:
     """(dataset_hash, prompt_hash) of a task's records, in their order (by doc_id)."""
     return digest([r.doc_hash for r in records]), digest([r.prompt_hash for r in records])
+
+
+def scoring_digest(description: Mapping[str, Any]) -> str:
+    """sha256 of a task's scoring description as canonical JSON (keys sorted): its
+    `scoring_hash`. What the description holds is the tasks' to say
+    (regress.tasks.catalog.scoring_hash); YAML values JSON lacks (dates) count as their text."""
+    text = json.dumps(description, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def instruction_key(text: str) -> str:

@@ -1,7 +1,7 @@
 """The manifest of a run: which model, backend, suite and environment produced its records.
 
-The task-level dataset and prompt hashes are the compatibility fingerprint the gate checks
-before pairing a candidate with a baseline.
+The task-level dataset, prompt and scoring hashes are the compatibility fingerprint the gate
+checks before pairing a candidate with a baseline.
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ class TaskInfo:
     generation: dict[str, Any] | None = None
     """A generate_until task run with its own settings (regress.run.generation): what a rerun
     must repeat. Absent when the task's own settings were used."""
+    scoring_hash: str | None = None
+    """sha256 of what scores the task's answers beyond its documents and prompts (a task
+    YAML's metric_list, filter_list, metric options and target; a built-in task's scorer:
+    regress.tasks.catalog.scoring_hash). None in manifests written before it was recorded:
+    the gate then cannot check the scoring, and says so."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,9 @@ class Manifest:
         data = asdict(self)
         data["tasks"] = {k: data["tasks"][k] for k in sorted(data["tasks"])}
         for task in data["tasks"].values():
-            if task["generation"] is None:
-                del task["generation"]
+            for key in ("generation", "scoring_hash"):
+                if task[key] is None:
+                    del task[key]
         del data["proxy"]
         if self.proxy is not None:
             data["proxy"] = self.proxy.to_dict()
@@ -165,6 +171,11 @@ def _check_identities(manifest: Manifest) -> None:
         bad = sorted(str(task)[:100] for task, sha in mapping.items() if not is_sha256(sha))
         if bad:
             raise ValueError(f"{field_name} of {bad[0]!r} is not 64 lowercase hex characters")
+    for name, info in sorted(manifest.tasks.items()):
+        if info.scoring_hash is not None and not is_sha256(info.scoring_hash):
+            raise ValueError(
+                f"tasks.{str(name)[:100]}.scoring_hash is not 64 lowercase hex characters"
+            )
     instructions = manifest.instructions
     if not isinstance(instructions, dict) or any(
         not isinstance(text, str) or instruction_key(text) != key

@@ -19,7 +19,7 @@ records and says so (`always` reruns anyway).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -65,7 +65,7 @@ from regress.run.engine import Prepared, TaskSpec, identity, prepare
 from regress.run.judge import Answers, Judged, Judgement, judge_pairs
 from regress.run.runner import Outcome, RunPlan, baseline_specs, execute, plan_rerun
 from regress.tasks.base import DataSource, Example
-from regress.tasks.catalog import BUILTIN, TaskCatalog
+from regress.tasks.catalog import BUILTIN, TaskCatalog, scoring_hash
 from regress.tasks.conversation import (
     ConversationTask,
     judge_answer,
@@ -188,11 +188,17 @@ def check(
             differences, action, typical=typical(Cause.HARDWARE) if kernels_differ else ""
         )
         # A stored run comes without its documents: its flips keep their indices.
+        judge_cache = _judge_cache(judged, options)
         result = replace(
             result,
             hardware=hardware,
             candidate=labelled(result, candidate, options),
-            cache=_judge_cache(judged, options),
+            warnings=(
+                *scoring_unchecked(baseline, candidate),
+                *rejected_rows(judge_cache),
+                *result.warnings,
+            ),
+            cache=judge_cache,
         )
         if options.policy.sequential is not None:
             once = "the policy's sequential design needs a run made by check: gated once, fixed"
@@ -213,17 +219,12 @@ def check(
         [cache_use("baseline rerun", rerun)] if rerun is not None else []
     )
     uses += _judge_cache(judged, options)
-    rejected = [
-        f"{u.rejected} cached result(s) of the {u.run} failed their digest or were corrupt and "
-        "were computed again: the cache folder was damaged or edited"
-        for u in uses
-        if u.rejected
-    ]
+    unchecked = scoring_unchecked(baseline, outcome.run)
     result = replace(
         result,
         candidate=labelled(result, outcome.run, options),
         flips=with_texts(result.flips, prepared),
-        warnings=(*warnings, *more, *rejected, *result.warnings),
+        warnings=(*warnings, *more, *unchecked, *rejected_rows(uses), *result.warnings),
         hardware=hardware,
         repeatability=repeat,
         cache=tuple(uses),
@@ -236,10 +237,22 @@ def _judgements(judged: Judged | None) -> tuple[Judgement, ...]:
 
 
 def _judge_cache(judged: Judged | None, options: CheckOptions) -> tuple[CacheUse, ...]:
-    """How many of the judge's verdicts the result cache replayed."""
+    """How many of the judge's verdicts the result cache replayed, and how many of its rows
+    it refused (corrupt or failing their digest: computed again)."""
     if judged is None or options.cache_dir is None:
         return ()
-    return (CacheUse("judge", True, judged.cached, judged.computed, 0),)
+    return (CacheUse("judge", True, judged.cached, judged.computed, judged.rejected),)
+
+
+def rejected_rows(uses: Sequence[CacheUse]) -> list[str]:
+    """A warning per run whose cached rows were refused: the cache folder was damaged or
+    edited (a judge-cache edit once turned a PASS into a REGRESSION)."""
+    return [
+        f"{u.rejected} cached result(s) of the {u.run} failed their digest or were corrupt and "
+        "were computed again: the cache folder was damaged or edited"
+        for u in uses
+        if u.rejected
+    ]
 
 
 def _candidate_label(run: Run) -> str:
@@ -540,13 +553,37 @@ def candidate_plan(
 
 
 def refuse_changed_inputs(baseline: Run, prepared: Prepared) -> None:
-    """BadInput before any model loads when a task's documents or prompts are no longer the
-    baseline's (the comparison would refuse the same, after the whole run)."""
+    """BadInput before any model loads when a task's documents, prompts or scoring are no
+    longer the baseline's (the comparison would refuse the same, after the whole run)."""
     for spec, examples in prepared:
         info = baseline.manifest.tasks.get(spec.task.name)
-        problem = hash_difference(info, identity(spec, examples)) if info else ""
+        if info is None:
+            continue
+        problem = hash_difference(info, identity(spec, examples), scoring_hash(spec.task))
         if problem:
             raise BadInput(f"{problem}; {MISMATCH_REFUSED}")
+
+
+def scoring_unchecked(baseline: Run, candidate: Run) -> list[str]:
+    """A warning naming the paired tasks whose scoring could not be compared: a manifest
+    written before the scoring hash was recorded (the committed `baselines/main`, an lm-eval
+    import) has none, and a change to how answers are scored then passes unseen."""
+    ours, theirs = baseline.manifest.tasks, candidate.manifest.tasks
+    names = [
+        name
+        for name in sorted(ours)
+        if name in theirs and None in (ours[name].scoring_hash, theirs[name].scoring_hash)
+    ]
+    if not names:
+        return []
+    side = "baseline" if all(ours[n].scoring_hash is None for n in names) else "run"
+    listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    noun = "task" if len(names) == 1 else "tasks"
+    return [
+        f"scoring not checked for {len(names)} {noun} ({listed}): the {side} stores no "
+        "scoring hash (written before regress recorded one), so a change to how answers are "
+        "scored would pass unseen; recreate the baseline to record it"
+    ]
 
 
 def run_plan(

@@ -447,7 +447,9 @@ def _compatible_tasks(
         if other is None:
             problem = f"task {name}: in the baseline but not in the candidate run"
         else:
-            problem = hash_difference(info, (other.dataset_hash, other.prompt_hash))
+            problem = hash_difference(
+                info, (other.dataset_hash, other.prompt_hash), other.scoring_hash
+            )
         if problem and not allow_mismatch:
             raise BadInput(f"{problem}; {MISMATCH_REFUSED}")
         if problem:
@@ -459,9 +461,10 @@ def _compatible_tasks(
     return tasks
 
 
-def hash_difference(base: TaskInfo, candidate: tuple[str, str]) -> str:
-    """How the candidate's (dataset hash, prompt hash) of a task differ from the baseline's
-    ("" when they do not)."""
+def hash_difference(base: TaskInfo, candidate: tuple[str, str], scoring: str | None) -> str:
+    """How the candidate's (dataset hash, prompt hash) and scoring hash of a task differ from
+    the baseline's ("" when they do not). A scoring hash either side lacks (a manifest written
+    before it was recorded) is not compared."""
     for label, ours, theirs in (
         ("dataset", base.dataset_hash, candidate[0]),
         ("prompt", base.prompt_hash, candidate[1]),
@@ -471,6 +474,13 @@ def hash_difference(base: TaskInfo, candidate: tuple[str, str]) -> str:
                 f"task {base.name}: {label} hash differs "
                 f"(baseline {ours[:12]}, candidate {theirs[:12]})"
             )
+    kept = base.scoring_hash
+    if kept is not None and scoring is not None and kept != scoring:
+        return (
+            f"task {base.name}: scoring hash differs (baseline {kept[:12]}, candidate "
+            f"{scoring[:12]}): how its answers are scored changed (metric_list, filter_list, "
+            "metric options, target, or regress's scorer)"
+        )
     return ""
 
 

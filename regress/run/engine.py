@@ -33,6 +33,7 @@ from regress.run.failures import FailureClass, Generation, classify, failure_sum
 from regress.run.generation import GenerationSettings, read_answer
 from regress.run.passk import majority, repeat_aggregate, sample_metrics
 from regress.tasks.base import DataSource, Example, Scored, Task, doc_hash
+from regress.tasks.catalog import scoring_hash
 from regress.tasks.conversation import ConversationTask
 from regress.tasks.open_answers import JUDGED
 
@@ -239,6 +240,7 @@ def _task_run(
         generation=None
         if spec.generation.is_default or not generates
         else spec.generation.to_dict(),
+        scoring_hash=scoring_hash(task),
     )
     return TaskRun(task, info, examples, results, scored, records, metrics)
 

@@ -230,6 +230,9 @@ class Judged:
     """`prompt` and `completion` tokens the judge's requests took."""
     cached: int = 0
     computed: int = 0
+    rejected: int = 0
+    """Cached verdict rows refused (corrupt, or failing their digest) and asked again: the
+    cache folder was damaged or edited, which the check's reports say."""
 
 
 _SIDES = {0: {"A": "baseline", "B": "candidate"}, 1: {"A": "candidate", "B": "baseline"}}
@@ -280,8 +283,8 @@ def judge_pairs(
         if progress is not None:
             progress(done, len(distinct))
 
-    said, cached, computed = (
-        _ask(spec, distinct, identity, cache_dir, tick) if distinct else ([], 0, 0)
+    said, cached, computed, rejected = (
+        _ask(spec, distinct, identity, cache_dir, tick) if distinct else ([], 0, 0, 0)
     )
     position = {request: i for i, request in enumerate(distinct)}
     answers = [said[position[request]] for request in requests]
@@ -298,7 +301,7 @@ def judge_pairs(
         "prompt": sum(_n(a, "n_context_tokens") for a in said),
         "completion": sum(_n(a, "n_tokens") for a in said if isinstance(a, GenerateResult)),
     }
-    return Judged(template.mode, out, identity, len(distinct), tokens, cached, computed)
+    return Judged(template.mode, out, identity, len(distinct), tokens, cached, computed, rejected)
 
 
 def _prompts(template: JudgeTemplate, item: Answers) -> list[tuple[int, str]]:
@@ -394,19 +397,20 @@ def _ask(
     identity: Mapping[str, Any],
     cache_dir: Path | None,
     progress: Callable[[int], None] | None,
-) -> tuple[list[AnyResult], int, int]:
-    """The judge model's answers, through the result cache when its weights are known."""
+) -> tuple[list[AnyResult], int, int, int]:
+    """The judge model's answers, through the result cache when its weights are known, with
+    the cache's replayed, computed and refused counts."""
     engine = load_backend(spec.backend, spec.model, dict(spec.model_args))
     cache = None
     try:
         sha = identity["model_sha256"]
         if cache_dir is None or not sha:
-            return dispatch(engine, requests, progress), 0, 0
+            return dispatch(engine, requests, progress), 0, 0, 0
         cache = ResultCache(cache_dir)
         # The judge's identity joins the model key: a new template, seed or reading is a miss.
         prefix = f"judge:{judge_id(identity)}:{model_key(sha, engine.fingerprint())}"
         answers = cached_execute(engine, requests, progress, cache, prefix)
-        return answers, cache.hits, cache.misses
+        return answers, cache.hits, cache.misses, cache.rejected
     finally:
         engine.close()
         if cache is not None:

@@ -6,6 +6,9 @@ task: either would make the same name mean two prompts, so both are errors namin
 A tag that is already a built-in name (lm-eval's arc files tag `ai2_arc`) keeps its built-in
 meaning. A group file's tasks form one gated unit named after the outermost group that lists them
 (directly, through a tag, or through a nested group), as MMLU's subjects form `mmlu`.
+
+Every task, built in or loaded, has a scoring hash (`scoring_hash`): what scores its answers,
+which a run records beside its dataset and prompt hashes so a changed scoring is refused.
 """
 
 from __future__ import annotations
@@ -16,18 +19,59 @@ from pathlib import Path
 from typing import Any
 
 from regress.core.errors import BadInput
+from regress.core.hashes import scoring_digest
 from regress.tasks import get_tasks, list_tasks, task_groups
 from regress.tasks.base import Task
 from regress.tasks.conversation import ConversationTask, conversation_task, is_conversation_file
 from regress.tasks.formats import FormattedTask, prompt_format
 from regress.tasks.golden import GoldenTask, golden_task
 from regress.tasks.instructions import InstructedTask
-from regress.tasks.variants import split_format, split_instruction, variant_of
+from regress.tasks.variants import TaskVariant, split_format, split_instruction, variant_of
 from regress.tasks.yaml_config import GroupFile, TaskFile, scan
-from regress.tasks.yaml_task import yaml_task
+from regress.tasks.yaml_task import YamlTask, yaml_task
 
 TASK_FILE_SUFFIXES = (".yaml", ".yml")
 GOLDEN_SUFFIXES = (".jsonl",)
+SCORER_VERSION = 1
+"""The version of regress's scoring code in every scoring hash: raise it when a change to
+that code (a metric, a filter, a golden or conversation check) scores the same answers
+differently, so baselines scored the old way are refused rather than compared."""
+
+
+def scoring_hash(task: Task) -> str:
+    """The sha256 of what scores `task`'s answers beyond its documents and prompts.
+
+    A built-in task, golden set or conversation set is scored by regress's code, whose checks
+    live in its documents (already in the dataset hash): its description is its family, its
+    metrics and their directions, its version and SCORER_VERSION. A task YAML adds the
+    settings a one-line edit could change (regress.tasks.yaml_task.YamlTask.scoring). A
+    format or instruction variant is scored as the task it wraps.
+    """
+    inner = task
+    while isinstance(inner, TaskVariant):
+        inner = inner.task
+    description: dict[str, Any] = {
+        "scorer": SCORER_VERSION,
+        "family": _family(inner),
+        "output_type": task.output_type,
+        "primary_metric": task.primary_metric,
+        "higher_is_better": dict(task.higher_is_better),
+        "binary": task.binary,
+        "version": task.version,
+    }
+    if isinstance(inner, YamlTask):
+        description["settings"] = inner.scoring()
+    return scoring_digest(description)
+
+
+def _family(task: Task) -> str:
+    if isinstance(task, YamlTask):
+        return "task yaml"
+    if isinstance(task, GoldenTask):
+        return "golden set"
+    if isinstance(task, ConversationTask):
+        return "conversation set"
+    return "built-in"
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,9 @@ _EXACT_MATCH_OPTIONS = frozenset(
 _GENERATION_KEYS = frozenset(
     {"until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k", "min_p"}
 )
+SCORING_KEYS = ("filter_list", "doc_to_target", "doc_to_choice", "target_delimiter")
+"""Settings that decide a score as written (the defaults are regress's code): in the scoring
+hash. `target_delimiter` is cut from each choice before acc_norm counts its characters."""
 MAX_GEN_TOKS = 256
 """lm-eval's default `max_gen_toks`."""
 SEED = 1234
@@ -481,6 +484,22 @@ class YamlTask:
     def config(self) -> dict[str, Any]:
         """The task's settings, as lm-eval's results JSON lists them under `configs`."""
         return {**dict(self.settings), "task": self.name}
+
+    def scoring(self) -> dict[str, Any]:
+        """What decides this task's scores beyond its documents and prompts, which the
+        dataset and prompt hashes already pin: the output type, the metrics with their
+        options, the filters, the target and choices the answers are held to, and the
+        repeats. A one-line edit to any of them once turned a REGRESSION into a PASS."""
+        return {
+            "output_type": self.kind,
+            "metrics": [
+                {"metric": m.name, "higher_is_better": m.higher_is_better, "options": m.options}
+                for m in self.metrics
+            ],
+            "primary_metric": self.primary_metric,
+            **{key: self.settings.get(key) for key in SCORING_KEYS},
+            "repeats": self.repeats,
+        }
 
 
 def exact_match(prediction: str, reference: str, options: Mapping[str, Any]) -> bool:
