@@ -200,7 +200,7 @@ def _gguf_info(ref: str, path: Path, sha: str) -> ModelInfo:
     arch = str(header.metadata.get("general.architecture", ""))
     file_type = header.metadata.get("general.file_type")
     quant = ""
-    if file_type:
+    if isinstance(file_type, int) and file_type:
         import gguf  # imported here: its file-type names should not cost every CLI start
 
         quant = gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_")

@@ -204,7 +204,7 @@ def check(
         raise click.UsageError(
             "give exactly one of --model, --candidate-run or --candidate-samples"
         )
-    if shard and not save_run:
+    if shard and save_run is None:
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
     if save_run:
         check_replaceable(save_run)  # before the model runs, not after
@@ -244,7 +244,7 @@ def check(
         checked = _check_files(base, candidate_run, candidate_samples, options)
     else:
         candidate = CandidateModel(model, backend, parse_args(model_args))
-        if shard:
+        if shard and save_run is not None:  # --shard needs --save-run: refused above
             plan, _ = candidate_plan(base, candidate, options)
             outcome = run_with_progress(f"check {model}", replace(plan, shard=parse_shard(shard)))
             write_run(outcome.run, save_run)

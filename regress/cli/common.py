@@ -229,8 +229,9 @@ def generation_options(func: F) -> F:
             repeats=repeats,
             think_end_token=think_end_token,
             budget=budget,
-            **({"refusals": refusal_pattern} if refusal_pattern else {}),
         )
+        if refusal_pattern:
+            settings = dataclasses.replace(settings, refusals=refusal_pattern)
         return func(*args, generation=settings, **kwargs)
 
     options = (
@@ -336,10 +337,16 @@ def chosen_suite(
         raise click.UsageError("give --tasks, --suite or --golden")
     if suite is not None:
         spec = load_suite(suite)
-        overrides = {"num_fewshot": num_fewshot, "limit": limit}
-        given = {key: value for key, value in overrides.items() if value is not None}
         spec = dataclasses.replace(
-            spec, tasks=tuple(dataclasses.replace(entry, **given) for entry in spec.tasks)
+            spec,
+            tasks=tuple(
+                dataclasses.replace(
+                    entry,
+                    num_fewshot=entry.num_fewshot if num_fewshot is None else num_fewshot,
+                    limit=entry.limit if limit is None else limit,
+                )
+                for entry in spec.tasks
+            ),
         )
     elif tasks is not None:
         spec = inline_suite(tasks, num_fewshot, limit)

@@ -162,7 +162,7 @@ def cost_table(costs: list[TaskCost], prices: Prices | None) -> Table:
             f"{c.output_tokens / max(c.samples, 1):.1f}",
             "n/a" if c.reasoning_overhead is None else f"{c.reasoning_overhead:.2f}x",
             "n/a" if c.tes is None else f"{c.tes:.2f}",
-            f"{c.cost:.6f} {prices.currency}" if money else "no prices",
+            f"{c.cost:.6f} {prices.currency}" if prices is not None else "no prices",
             f"{c.cost_per_success:.6f}" if money and c.cost_per_success is not None else "-",
         )
     return table
@@ -190,10 +190,12 @@ def results_table(runs: list[TaskRun]) -> Table:
     """lm-eval's results table: one row per task metric, groups first."""
     table = Table("Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
     groups: dict[str, list[TaskRun]] = {}
-    for run in runs:
-        if run.task.group:
-            groups.setdefault(run.task.group, []).append(run)
-    rows = [(name, None, group_metrics(members), members[0]) for name, members in groups.items()]
+    for member in runs:
+        if member.task.group:
+            groups.setdefault(member.task.group, []).append(member)
+    rows: list[tuple[str, TaskRun | None, dict[str, float], TaskRun]] = [
+        (name, None, group_metrics(members), members[0]) for name, members in groups.items()
+    ]
     rows += [(" - " + r.task.name if r.task.group else r.task.name, r, r.metrics, r) for r in runs]
     for label, run, metrics, ref in rows:
         hib = ref.task.higher_is_better

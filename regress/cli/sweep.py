@@ -115,9 +115,12 @@ def sweep(
     from regress.sweep.run import SweepOptions, load_config_space, parse_types, run_sweep
     from regress.sweep.token_kld import DivergenceOptions
 
-    if (types is None) == (config_file is None):
+    if types is not None and config_file is None:
+        configs = parse_types(types)
+    elif config_file is not None and types is None:
+        configs = load_config_space(config_file)
+    else:
         raise BadInput("give one of --types or --config")
-    configs = parse_types(types) if types is not None else load_config_space(config_file)
     options = SweepOptions(
         model=model,
         configs=configs,

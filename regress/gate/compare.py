@@ -808,12 +808,14 @@ def _choice_shift(
     if not by_width:
         return None, None
     # Stack examples with the same number of choices so each width is one numpy call.
-    kls, agree, mass = [], [], []
-    for ours, theirs, weight in by_width.values():
+    kls: list[np.ndarray] = []
+    agree: list[np.ndarray] = []
+    mass: list[np.ndarray] = []
+    for ours, theirs, of_width in by_width.values():
         base_arr, cand_arr = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
         kls.append(choice_kl(base_arr, cand_arr))
         agree.append(top1_agreement(base_arr, cand_arr))
-        mass.append(np.asarray(weight))
+        mass.append(np.asarray(of_width))
     w = np.concatenate(mass)
     return (
         float(np.average(np.concatenate(kls), weights=w)),

@@ -115,7 +115,8 @@ def judge_golden(
         if not is_golden(baseline.records.get(info.name, [])):
             continue
         pairs = paired[info.name]
-        regressed, still = [], []
+        regressed: list[GoldenItem] = []
+        still: list[GoldenItem] = []
         for base, cand in pairs:
             if not base.metrics.get("must_pass") or cand.right:
                 continue

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,6 +46,10 @@ class Correction(StrEnum):
     BONFERRONI = "bonferroni"
 
 
+@overload
+def mcnemar_pvalue(b: int, c: int, test: Test = ...) -> float: ...
+@overload
+def mcnemar_pvalue(b: np.ndarray, c: np.ndarray, test: Test = ...) -> np.ndarray: ...
 def mcnemar_pvalue(b: ArrayLike, c: ArrayLike, test: Test = Test.MIDP) -> float | np.ndarray:
     """One-sided McNemar p-value for "the candidate is worse" (more b than c).
 

@@ -20,7 +20,7 @@ says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +69,15 @@ def load_prices(path: Path) -> Prices:
             raise BadInput(
                 f"price table {path}: judge is a mapping of {', '.join(sorted(_JUDGE_KEYS))}"
             )
-        judge = Prices(**_numbers(block, _JUDGE_KEYS, f"price table {path}: judge"))
-    return Prices(**values, currency=str(data.get("currency", "USD")), judge=judge)
+        rates = _numbers(block, _JUDGE_KEYS, f"price table {path}: judge")
+        judge = Prices(input_per_1k=rates["input_per_1k"], output_per_1k=rates["output_per_1k"])
+    return Prices(
+        input_per_1k=values["input_per_1k"],
+        output_per_1k=values["output_per_1k"],
+        per_second=values["per_second"],
+        currency=str(data.get("currency", "USD")),
+        judge=judge,
+    )
 
 
 def _numbers(data: dict, keys: set[str], where: str) -> dict[str, float]:
@@ -135,7 +142,7 @@ def task_cost(task: str, records: Sequence[Record], prices: Prices, seconds: flo
 
 
 def run_costs(
-    by_task: dict[str, Sequence[Record]], prices: Prices, elapsed_s: float
+    by_task: Mapping[str, Sequence[Record]], prices: Prices, elapsed_s: float
 ) -> list[TaskCost]:
     """Every task's cost, the run's wall time shared in proportion to tokens."""
     tokens = {

@@ -266,7 +266,7 @@ def analyse(
         points=points,
         standings=tuple(found),
         reference=tuple(float(x) for x in ref),
-        hypervolume=hypervolume(points, dirs, ref),
+        hypervolume=hypervolume(points, dirs, tuple(float(x) for x in ref)),
         alpha=alpha,
         warnings=tuple(warnings),
     )

@@ -139,7 +139,8 @@ def standings(points: np.ndarray, directions: Sequence[Direction], judge: Judge)
     front = non_dominated(p, directions)
     out = []
     for j in range(len(p)):
-        supported, unsupported = [], []
+        supported: list[int] = []
+        unsupported: list[int] = []
         for i in range(len(p)):
             if i == j or not dominates(p[i], p[j], directions):
                 continue

@@ -182,8 +182,9 @@ def token_values(
         for i in range(options.n_chunks):
             chunk = tokens[i * options.n_ctx : (i + 1) * options.n_ctx]
             targets = chunk[first + 1 :]
-            p = base.chunk_logits(chunk, first)
-            q = cand.chunk_logits(chunk, first) if cand is not None else p
+            ids = chunk.tolist()
+            p = base.chunk_logits(ids, first)
+            q = cand.chunk_logits(ids, first) if cand is not None else p
             parts.append(compare_rows(p, q, targets))
             del p, q
     finally:

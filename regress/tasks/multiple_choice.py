@@ -176,13 +176,12 @@ class MultipleChoiceTask:
     def score(self, example: Example, results: Sequence[Result]) -> Scored:
         """Score one document from its choices' loglikelihood results, in choice order."""
         choices = self.doc_to_choice(example.doc)
-        if len(results) != len(choices) or not all(
-            isinstance(r, LoglikelihoodResult) for r in results
-        ):
+        logliks = [r for r in results if isinstance(r, LoglikelihoodResult)]
+        if len(results) != len(choices) or len(logliks) != len(results):
             raise ValueError(f"{self.name}: expected {len(choices)} loglikelihood results")
         scores = ChoiceScores(
-            loglik=[r.logprob for r in results],
-            is_greedy=[r.is_greedy for r in results],
+            loglik=[r.logprob for r in logliks],
+            is_greedy=[r.is_greedy for r in logliks],
             chars=[len(choice) for choice in choices],
         )
         pred, metrics = self.scorer(example.doc, example.target, scores)

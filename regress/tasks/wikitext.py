@@ -25,7 +25,8 @@ _FILE_SPLIT = {"test": "test", "validation": "valid", "train": "train"}
 
 def split_pages(text: str) -> list[str]:
     """Cut a raw WikiText file into articles, as the document-level dataset does."""
-    pages, lines = [], []
+    pages: list[str] = []
+    lines: list[str] = []
     for line in text.split("\n"):
         heading = line.replace("= = =", "===").replace("= =", "==").strip()
         if heading.startswith("= ") and heading.endswith(" ="):
