@@ -41,6 +41,7 @@ from regress.gate.integrity import (
     record_problems,
 )
 from regress.gate.policy import load_policy
+from regress.proxy.build import strata_problems
 from regress.run.generation import GenerationSettings
 from regress.run.lm_eval_import import read_lm_eval_run
 from regress.run.runner import RunPlan, suite_specs
@@ -251,7 +252,8 @@ def verify(name: str, store: Path) -> None:
     problems += proxy_problems(run)
     design = run.manifest.proxy
     if design is not None and design.parent in Store(store).names():
-        problems += proxy_parent_problems(run, Store(store).load(design.parent))
+        parent = Store(store).load(design.parent)
+        problems += proxy_parent_problems(run, parent) + strata_problems(run, parent)
     model = run.manifest.model
     try:
         path = resolve_model_path(model.ref)

@@ -6,10 +6,20 @@ a simple random sample without replacement. Every sampled example therefore has 
 inclusion probability n_h / N_h, and the gate can estimate what the whole parent suite would
 have shown (regress.gate.stratified). The design lives in the proxy's manifest, so a proxy cannot
 be read, or gated, as if it were a plain baseline.
+
+Every estimate is weighed by the strata's populations, so a design is refused when read unless
+it is whole: it carries a digest of its contents, written with it (`regress proxy build`), and
+each unit's strata hold their equal cuts of the unit's margin ranking, as the build draws them
+(moving 400 examples between four strata, the sum kept, once moved a proxy's estimate from a
+drop of 0.8 points to one of 9.1). The digest is public: it catches an edit that does not
+recompute it; the cuts hold the populations against one that does, and `baseline verify`
+checks every stratum against the parent's own margins when the parent is in the store.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -96,12 +106,21 @@ class ProxyDesign:
                     yield h, task, doc
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form for the manifest."""
+        """JSON-ready form for the manifest, signed by its `digest`."""
+        return {**self._body(), "digest": self.digest()}
+
+    def _body(self) -> dict[str, Any]:
         data = asdict(self)
         for stratum in data["strata"]:
             stratum["docs"] = {task: list(ids) for task, ids in sorted(stratum["docs"].items())}
         data["calibration"]["points"] = [list(p) for p in self.calibration.points]
         return data
+
+    def digest(self) -> str:
+        """sha256 of the design's canonical JSON (keys sorted), written beside it: a design
+        edited after it was written no longer matches."""
+        text = json.dumps(self._body(), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProxyDesign:
@@ -135,10 +154,44 @@ class ProxyDesign:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BadInput(f"proxy design: malformed ({exc})") from exc
+        signed = data.get("digest")
+        if signed is None:
+            raise BadInput(
+                "proxy design: no digest (drawn before regress signed its designs): draw it "
+                "again with `regress proxy build` (no model runs)"
+            )
+        if signed != design.digest():
+            raise BadInput(
+                "proxy design: its digest does not match its contents (edited after it was "
+                "drawn): draw it again with `regress proxy build`"
+            )
         for stratum in design.strata:
             if not 2 <= stratum.sampled <= stratum.population:
                 raise BadInput(
                     f"proxy design: stratum {stratum.unit}/{stratum.index} samples "
                     f"{stratum.sampled} of {stratum.population} examples"
                 )
+        design._check_cuts()
         return design
+
+    def _check_cuts(self) -> None:
+        """BadInput unless each unit's strata are numbered 0, 1, ... and hold the equal cuts of
+        the unit's examples ranked by margin that the build draws (regress.proxy.build): a
+        population moved from one stratum to another, the sum kept, reweighs every estimate."""
+        for unit in dict.fromkeys(s.unit for s in self.strata):
+            strata = self.unit_strata(unit)
+            total, count = sum(s.population for s in strata), len(strata)
+            for k, stratum in enumerate(strata):
+                start, end = cut_bounds(total, count, k)
+                if stratum.index != k or stratum.population != end - start:
+                    raise BadInput(
+                        f"proxy design: stratum {unit}/{stratum.index} holds "
+                        f"{stratum.population} of the unit's {total} examples; stratum {k} of "
+                        f"{count} equal cuts of their margin ranking holds {end - start}"
+                    )
+
+
+def cut_bounds(total: int, count: int, k: int) -> tuple[int, int]:
+    """The bounds [start, end) of cut k of `count` equal cuts of `total` ranked examples: how
+    a proxy's build cuts a unit into strata, and how its design is checked."""
+    return k * total // count, (k + 1) * total // count
