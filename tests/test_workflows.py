@@ -300,7 +300,8 @@ if verdict != "ERROR":
     md, js = args[args.index("--report-md") + 1], args[args.index("--report-json") + 1]
     report = f"## regress: {verdict}\\n\\n| task | n |\\n|---|---|\\n| arc_easy | 300 |\\n"
     open(md, "w").write(report)
-    json.dump({"verdict": verdict, "exit_code": code}, open(js, "w"))
+    candidate = {"sha256": os.environ.get("FAKE_SHA256", "")}
+    json.dump({"verdict": verdict, "exit_code": code, "candidate": candidate}, open(js, "w"))
 else:
     print("error: model would not load", file=sys.stderr)
 sys.exit(code)
@@ -588,3 +589,75 @@ def test_action_flags_a_pr_that_changes_the_baseline(tmp_path: Path) -> None:
     assert run.run("keys", "check") == {"keys": 0, "check": 0}
     report = (Path(run.env["RUNNER_TEMP"]) / "regress-report" / "report.md").read_text()
     assert "WARNING" not in report
+
+
+# --- issue 47: caches a pull request cannot write, task inputs it cannot change unseen ---------
+
+PR_EVENTS = "github.event_name != 'pull_request' && github.event_name != 'pull_request_target'"
+
+
+def test_pull_request_runs_restore_and_save_no_result_cache() -> None:
+    """A pull_request run's caches are saved under the PR's own ref and restored first by its
+    later runs: commit 1 could save poisoned candidate or judge results (its report withheld)
+    and commit 2 replay them. No result cache is restored or saved in a PR run; the model
+    cache there only under a model-sha256 key, which the check step verifies."""
+    steps = {s["id"]: s for s in load(ACTION)["runs"]["steps"] if "id" in s}
+    assert steps["result-cache"]["if"] == PR_EVENTS
+    assert steps["model-cache"]["if"] == f"({PR_EVENTS}) || inputs.model-sha256 != ''"
+    assert "if" not in steps["pip-cache"]
+
+
+def test_action_refuses_a_candidate_that_is_not_model_sha256(tmp_path: Path) -> None:
+    """A model file restored from a cache (or downloaded) that is not the one model-sha256
+    names is bad input, whatever the verdict."""
+    sha = "ab" * 32
+    run = _action(tmp_path, 0, "PASS", **{"model-sha256": sha.upper()})
+    run.env["FAKE_SHA256"] = "cd" * 32
+    assert run.run(*STEPS) == {"keys": 0, "check": 0, "result": 0, "summary": 0, "gate": 2}
+    assert run.outputs["check"]["exit-code"] == "2"
+    done = run.step("check")
+    assert f"::error::the candidate that ran has sha256 {'cd' * 32}, not model-sha256" in (
+        done.stdout
+    )
+    (tmp_path / "same").mkdir()
+    same = _action(tmp_path / "same", 0, "PASS", **{"model-sha256": sha.upper()})
+    same.env["FAKE_SHA256"] = sha
+    assert same.run(*STEPS) == {"keys": 0, "check": 0, "result": 0, "summary": 0, "gate": 0}
+
+
+def test_action_flags_a_pr_that_changes_its_task_inputs(tmp_path: Path) -> None:
+    """Task YAML (--include-path), golden sets (--golden) and data (--data-dir, the data-dir
+    input) decide what is asked and how it is scored: a PR that edits them is flagged, even
+    when protected-paths is set, as the shipped gate sets it."""
+    changed = tmp_path / "changed.txt"
+    changed.write_text(
+        "src/model.py\ntasks/sums.yaml\ngolden/must.jsonl\ndata/arc/test.jsonl\n"
+        "more/extra.jsonl\nunrelated/tasks.yaml\n"
+    )
+    inputs = {
+        "changed-files": str(changed),
+        "protected-paths": "baselines/ action.yml .github/workflows/",
+        "data-dir": "data",
+        "extra-args": "--include-path tasks --golden golden/must.jsonl\n--data-dir=more/",
+    }
+    run = _action(tmp_path, 0, "PASS", **inputs)
+    for folder in ("tasks", "data", "more"):
+        (run.workspace / folder).mkdir()
+    assert run.run(*STEPS) == {"keys": 0, "check": 0, "result": 0, "summary": 0, "gate": 0}
+    report = (Path(run.env["RUNNER_TEMP"]) / "regress-report" / "report.md").read_text()
+    assert report.startswith("## regress: PASS\n\n> [!WARNING]\n")
+    for path in ("tasks/sums.yaml", "golden/must.jsonl", "data/arc/test.jsonl", "more/extra.jsonl"):
+        assert f"`{path}`" in report
+    assert "src/model.py" not in report and "unrelated" not in report
+
+
+def test_the_shipped_gate_protects_its_task_inputs() -> None:
+    """The shipped gate names the task inputs a PR could edit among its protected paths, and
+    takes them from the trusted copy."""
+    wf = workflow("accuracy-gate.yml")
+    (gate,) = [s for s in all_steps(wf) if s.get("uses") == "./.trusted-gate"]
+    text = (WORKFLOWS / "accuracy-gate.yml").read_text()
+    assert "--include-path .trusted-gate/" in text and "--golden .trusted-gate/" in text
+    assert "data-dir: .trusted-gate/" in text
+    protected = gate["with"]["protected-paths"].split()
+    assert {"baselines/", "tasks/", "golden/", "data/"} <= set(protected)
