@@ -20,7 +20,7 @@ from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run
 from regress.core.requests import GenerateRequest, GenerateResult
 from regress.core.store import Store
-from regress.gate.check import CandidateModel, CheckOptions, check
+from regress.gate.check import CandidateModel, CheckOptions, check, scoring_unchecked
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
@@ -184,11 +184,14 @@ def test_a_baseline_without_scoring_hashes_is_read_and_the_report_says_so(tmp_pa
     assert not [w for w in hashed.comparison.warnings if "scoring" in w]
 
 
-def test_the_committed_baseline_still_loads() -> None:
-    """baselines/main was made on another machine before the scoring hash: it stays usable."""
+def test_the_committed_baseline_still_loads_and_is_said_unchecked() -> None:
+    """baselines/main was made on another machine before the scoring hash: it stays usable,
+    and a check against it names its tasks in one warning."""
     main = Store(ROOT / "baselines").load("main")
-    assert main.manifest.tasks
-    assert all(info.scoring_hash is None for info in main.manifest.tasks.values())
+    names = sorted(main.manifest.tasks)
+    assert names and all(info.scoring_hash is None for info in main.manifest.tasks.values())
+    [warning] = scoring_unchecked(main, main)
+    assert warning.startswith(f"scoring not checked for {len(names)} tasks ({names[0]}, ")
 
 
 def test_a_malformed_scoring_hash_is_refused(baseline: Run) -> None:

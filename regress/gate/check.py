@@ -576,13 +576,18 @@ def scoring_unchecked(baseline: Run, candidate: Run) -> list[str]:
     ]
     if not names:
         return []
-    side = "baseline" if all(ours[n].scoring_hash is None for n in names) else "run"
+    if all(ours[n].scoring_hash is None for n in names):
+        side = "baseline"
+    elif all(theirs[n].scoring_hash is None for n in names):
+        side = "candidate run"
+    else:
+        side = "baseline or the candidate run"
     listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     noun = "task" if len(names) == 1 else "tasks"
     return [
         f"scoring not checked for {len(names)} {noun} ({listed}): the {side} stores no "
-        "scoring hash (written before regress recorded one), so a change to how answers are "
-        "scored would pass unseen; recreate the baseline to record it"
+        "scoring hash (written before regress recorded one, or imported from lm-eval), so a "
+        "change to how answers are scored would pass unseen"
     ]
 
 
