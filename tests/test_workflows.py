@@ -247,6 +247,7 @@ def test_action_steps_in_order() -> None:
         "model-cache",
         "result-cache",
         "install",
+        "sandbox",
         "check",
         "result",
         "summary",
@@ -259,6 +260,7 @@ def test_action_steps_in_order() -> None:
     assert uses["python"] == "actions/setup-python"
     assert uses["pip-cache"] == uses["model-cache"] == "actions/cache"
     assert uses["upload"] == "actions/upload-artifact"
+    assert "scripts/sandbox-setup.sh" in by_id["sandbox"]["run"]
     assert by_id["pip-cache"]["with"] == {
         "path": "~/.cache/pip",
         "key": "${{ steps.keys.outputs.pip }}",
