@@ -4,7 +4,7 @@
         [--wikitext /work/shared/data/wikitext-2/wikitext-2-raw/wiki.test.raw]
 
 Simulates per-document extra losses d_i (nats) and sizes w_i (words) and runs the test of
-`regress.gate.perplexity` on them: the sign-flip test (the gate's test before issue 25), the
+`regress.stats.perplexity` on them: the sign-flip test (the gate's test before issue 25), the
 bootstrap-t test, and the gate's test, which rejects only when both do. Sizes are the share
 of runs with p < 0.05 under five nulls with zero corpus change, for H0 "no increase"
 (`pvalue`) and, on separate runs simulated at exactly a 2% increase, for H0 "increase <= 2%"
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from regress.gate.perplexity import BootstrapT, SignFlip
+from regress.stats.perplexity import BootstrapT, SignFlip
 from regress.tasks.wikitext import count_words, split_pages
 
 SEED = 20261202

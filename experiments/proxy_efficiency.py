@@ -35,10 +35,10 @@ from regress.core.manifest import Run
 from regress.core.store import read_run
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
-from regress.gate.stats import paired_diff_ci
-from regress.gate.stratified import moments
 from regress.proxy import flip_rates
 from regress.proxy.build import ProxyOptions, build_proxy
+from regress.stats.paired import paired_diff_ci
+from regress.stats.stratified import moments
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))

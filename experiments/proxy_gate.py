@@ -29,9 +29,9 @@ from pathlib import Path
 
 from regress.core.store import Store, read_run
 from regress.gate.policy import Policy
-from regress.gate.rules import Rule
 from regress.proxy.build import ProxyOptions, build_proxy
 from regress.proxy.selftest import SelftestOptions, selftest_baseline
+from regress.stats.decision import Rule
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))

@@ -21,10 +21,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the names for type checkers; at run time they load on first use
-    from regress.core.errors import ExitCode, RegressError
-    from regress.core.manifest import Run
-    from regress.core.store import Store, read_run, write_run
-    from regress.gate.check import (
+    from regress.checks import (
         CandidateModel,
         CheckOptions,
         CheckResult,
@@ -33,9 +30,11 @@ if TYPE_CHECKING:  # the names for type checkers; at run time they load on first
         check,
         check_drift,
     )
+    from regress.core.errors import ExitCode, RegressError
+    from regress.core.manifest import Run
+    from regress.core.store import Store, read_run, write_run
     from regress.gate.policy import Policy, load_policy
     from regress.gate.results import Comparison, Verdict
-    from regress.gate.spending import SequentialDesign
     from regress.proxy.build import ProxyOptions, build_proxy
     from regress.proxy.selftest import SelftestOptions, selftest_baseline
     from regress.report.drift import render_drift_markdown
@@ -43,23 +42,24 @@ if TYPE_CHECKING:  # the names for type checkers; at run time they load on first
     from regress.report.markdown import render_markdown
     from regress.run.runner import RunPlan, execute, plan_rerun, suite_specs
     from regress.run.suite import load_suite
+    from regress.stats import SequentialDesign
     from regress.tasks import resolve_source
 
 _PUBLIC = {
-    "CandidateModel": "regress.gate.check",
-    "CheckOptions": "regress.gate.check",
-    "CheckResult": "regress.gate.check",
-    "DriftOptions": "regress.gate.check",
-    "Rebaseline": "regress.gate.check",
-    "check": "regress.gate.check",
-    "check_drift": "regress.gate.check",
+    "CandidateModel": "regress.checks.fixed",
+    "CheckOptions": "regress.checks.fixed",
+    "CheckResult": "regress.checks.fixed",
+    "DriftOptions": "regress.checks.fixed",
+    "Rebaseline": "regress.checks.fixed",
+    "check": "regress.checks.fixed",
+    "check_drift": "regress.checks.fixed",
     "Comparison": "regress.gate.results",
     "Verdict": "regress.gate.results",
     "ExitCode": "regress.core.errors",
     "RegressError": "regress.core.errors",
     "Policy": "regress.gate.policy",
     "load_policy": "regress.gate.policy",
-    "SequentialDesign": "regress.gate.spending",
+    "SequentialDesign": "regress.stats.spending",
     "Run": "regress.core.manifest",
     "Store": "regress.core.store",
     "read_run": "regress.core.store",

@@ -6,23 +6,23 @@ import math
 
 import pytest
 
+from regress.checks.plan import plan_baseline
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record, Status
-from regress.gate.baseline_power import plan_baseline
 from regress.gate.compare import ROLLING, compare
-from regress.gate.margin_test import Side, drop_bound, margin_pvalue
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy
-from regress.gate.power import accuracy_mde, accuracy_n, pass_n
 from regress.gate.results import MAX_FLIPS, UnitKind, Verdict
-from regress.gate.rules import PassRequires, Rule
-from regress.gate.stats import (
+from regress.stats.decision import PassRequires, Rule
+from regress.stats.margin import Side, drop_bound, margin_pvalue
+from regress.stats.paired import (
     adjust_pvalues,
     kl_divergence_choices,
     mcnemar_pvalue,
     paired_diff_ci,
 )
+from regress.stats.power import accuracy_mde, accuracy_n, pass_n
 
 RIGHT, WRONG = [-1.0, -2.0], [-2.0, -1.0]
 """Log-likelihoods over two choices, target 0: argmax right or wrong."""

@@ -13,11 +13,14 @@ import pytest
 from click.testing import CliRunner
 from test_compare import info, record, run
 
+from regress.checks.fixed import CandidateModel, CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.store import Store
-from regress.gate.check import CandidateModel, CheckOptions, check
-from regress.gate.operating import (
+from regress.gate.policy import Policy, parse_policy
+from regress.gate.results import Verdict
+from regress.report.markdown import render_markdown
+from regress.stats.operating import (
     ALPHA,
     CREEP_N,
     CREEP_STEP_DISCORDANCE,
@@ -27,10 +30,7 @@ from regress.gate.operating import (
     creep_verdicts,
     render_creep,
 )
-from regress.gate.policy import Policy, parse_policy
-from regress.gate.results import Verdict
-from regress.gate.spending import SequentialDesign
-from regress.report.markdown import render_markdown
+from regress.stats.spending import SequentialDesign
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,7 +69,7 @@ def test_the_guarded_gate_holds_one_alpha(rates):
 def test_the_docs_show_the_creep_table_the_code_computes(chains, rates):
     page = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
     for line in render_creep(chains, rates).splitlines():
-        assert line in page, "regenerate with: python -m regress.gate.operating"
+        assert line in page, "regenerate with: python -m regress.stats.operating"
 
 
 def _chain(steps: int, seed: int = 7) -> list[np.ndarray]:

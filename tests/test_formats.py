@@ -16,11 +16,11 @@ from regress.core.errors import BadInput
 from regress.core.records import Record, Status
 from regress.gate.compare import compare
 from regress.gate.format_spread import format_spreads
-from regress.gate.operating import _exact
 from regress.gate.policy import Policy, parse_policy
-from regress.gate.stats import adjust_pvalues, paired_mean_test
 from regress.report.markdown import render_markdown
 from regress.run.suite import load_suite
+from regress.stats.operating import _exact
+from regress.stats.paired import adjust_pvalues, paired_mean_test
 from regress.tasks import DataSource
 from regress.tasks.catalog import BUILTIN
 from regress.tasks.formats import GRAMMAR, PromptFormat, formatted_names, prompt_format

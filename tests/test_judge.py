@@ -22,22 +22,22 @@ import pytest
 from click.testing import CliRunner
 from test_compare import run
 
+from regress.checks.fixed import CandidateModel, CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record
 from regress.core.store import write_run
-from regress.gate.check import CandidateModel, CheckOptions, check
 from regress.gate.compare import compare
-from regress.gate.drop_tests import PairedCounts
-from regress.gate.margin_test import Side
 from regress.gate.policy import Metric, Policy, Requirement, parse_policy
-from regress.gate.power import accuracy_n
 from regress.gate.results import UnitKind, Verdict
-from regress.gate.rules import Rule, regression
-from regress.gate.stats import Test as McNemar
-from regress.gate.stats import mcnemar_pvalue
 from regress.run.judge import JudgeSpec, Outcome, judge_id, outcome_of
+from regress.stats.decision import Rule, regression
+from regress.stats.drops import PairedCounts
+from regress.stats.margin import Side
+from regress.stats.paired import Test as McNemar
+from regress.stats.paired import mcnemar_pvalue
+from regress.stats.power import accuracy_n
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource, doc_hash
 from regress.tasks.judge_templates import BUILTIN, judge_template

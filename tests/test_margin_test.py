@@ -1,5 +1,5 @@
 """The exact margin tests, the bounds that invert them, one family for the gate, and the
-operating characteristics docs/gate.md shows (regress.gate.margin_test, regress.gate.operating).
+operating characteristics docs/gate.md shows (regress.stats.margin, regress.stats.operating).
 
 Sizes are exact sums over every outcome, so they are held to alpha itself, no tolerance;
 only the whole-gate family is simulated (seeded) and held to alpha + 2 standard errors.
@@ -10,20 +10,20 @@ import pytest
 from conftest import REPO
 from scipy import stats as sps
 
-from regress.gate import operating
-from regress.gate.margin_test import Side, drop_bound, margin_pvalue, rejection_edges
-from regress.gate.operating import (
+from regress.stats import operating
+from regress.stats.decision import PassRequires, Rule
+from regress.stats.margin import Side, drop_bound, margin_pvalue, rejection_edges
+from regress.stats.operating import (
     family_false_alarms,
     render_size_grid,
     render_verdict_table,
     size_grid,
     verdict_table,
 )
-from regress.gate.rules import PassRequires, Rule
-from regress.gate.stats import Correction, adjust_pvalues, family_levels, tango_score
+from regress.stats.paired import Correction, adjust_pvalues, family_levels, tango_score
 
 CHECKED_NS = (100, 300)
-"""The sizes the suite recomputes (seconds); `python -m regress.gate.operating` does them all."""
+"""The sizes the suite recomputes (seconds); `python -m regress.stats.operating` does them all."""
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +150,7 @@ def test_the_whole_gate_holds_one_alpha():
 
 def test_the_docs_show_the_operating_characteristics_the_code_computes(grid, table):
     page = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
-    regenerate = "regenerate with: python -m regress.gate.operating"
+    regenerate = "regenerate with: python -m regress.stats.operating"
     for line in render_size_grid(grid).splitlines()[2:]:
         assert line in page, regenerate
     for line in render_verdict_table(table).splitlines()[2:]:

@@ -1,4 +1,4 @@
-"""The perplexity unit's test (regress.gate.perplexity): size under five nulls, and behaviour.
+"""The perplexity unit's test (regress.stats.perplexity): size under five nulls, and behaviour.
 
 The size simulations use 199 resamples per test (docs/results/perplexity-size.md: 999); each
 bound is alpha + 0.01 plus twice the Monte Carlo standard error of its own number of runs.
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from regress.gate.perplexity import CorpusTest, corpus_ratio_test
+from regress.stats.perplexity import CorpusTest, corpus_ratio_test
 
 ALPHA = 0.05
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from regress.checks.fixed import CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
@@ -20,17 +21,16 @@ from regress.core.hashes import digest
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record
 from regress.core.store import Store
-from regress.gate.check import CheckOptions, check
 from regress.gate.compare import compare
 from regress.gate.drift import drift_report
 from regress.gate.drift import parse_age as age
 from regress.gate.integrity import proxy_parent_problems, proxy_problems
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
-from regress.gate.rules import Rule
 from regress.proxy.build import ProxyOptions, build_proxy
 from regress.proxy.flip_rates import DEFAULT, load_calibration
 from regress.proxy.selftest import SelftestOptions, judge_counts, overall_verdicts, unit_groups
+from regress.stats.decision import Rule
 
 
 def _record(task: str, doc: int, margin: float, right: bool) -> Record:

@@ -18,12 +18,12 @@ import pytest
 from click.testing import CliRunner
 from test_proxy import _flipped, _parent, _run
 
+from regress.checks.fixed import CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import Run
 from regress.core.proxy_design import ProxyDesign
 from regress.core.store import Store
-from regress.gate.check import CheckOptions, check
 from regress.proxy.build import ProxyOptions, build_proxy, strata_problems
 
 

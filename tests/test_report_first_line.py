@@ -12,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from regress.checks.fixed import CheckOptions, check, with_texts
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record
 from regress.core.requests import LoglikelihoodRequest
-from regress.gate.check import CheckOptions, check, with_texts
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.gate.results import Flip, Verdict

@@ -16,8 +16,8 @@ from test_generation_gate import _record, _run
 from test_report_html import bench_file
 
 from regress.bench.summaries import bench_models
+from regress.checks.fixed import candidate_latency
 from regress.core.errors import BadInput, ExitCode
-from regress.gate.check import candidate_latency
 from regress.gate.compare import compare, judge, pair
 from regress.gate.policy import Metric, Policy, Requirement, parse_policy
 from regress.gate.requirements import Latency, measure, measure_latency, settle

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from regress.checks.fixed import CandidateModel, CheckOptions, check, scoring_unchecked
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run
 from regress.core.requests import GenerateRequest, GenerateResult
 from regress.core.store import Store
-from regress.gate.check import CandidateModel, CheckOptions, check, scoring_unchecked
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict

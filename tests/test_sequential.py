@@ -12,27 +12,33 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from regress.cli import cli
-from regress.core.errors import BadInput
-from regress.core.store import Store, read_run, write_run
-from regress.gate.baseline_power import (
+from regress.checks.fixed import CandidateModel, CheckOptions, check
+from regress.checks.plan import (
     LIGHTEST_DISCORDANCE,
     UnitPlan,
     no_early_stop,
     plan_baseline,
 )
-from regress.gate.check import CandidateModel, CheckOptions, check
-from regress.gate.operating import (
+from regress.checks.timing import Throughput, TimingOptions, gate_time, measure_throughput
+from regress.cli import cli
+from regress.core.errors import BadInput
+from regress.core.store import Store, read_run, write_run
+from regress.gate.policy import Policy, parse_policy
+from regress.gate.results import UnitKind, Verdict
+from regress.proxy.build import ProxyOptions, build_proxy
+from regress.proxy.selftest import Profile, SelftestOptions, selftest_baseline
+from regress.report.markdown import render_markdown
+from regress.run.engine import TaskSpec
+from regress.run.runner import RunPlan, execute
+from regress.stats.decision import Rule
+from regress.stats.operating import (
     SEQUENTIAL_CELLS,
     SEQUENTIAL_N,
     SequentialPoint,
     render_sequential,
     sequential_oc,
 )
-from regress.gate.policy import Policy, parse_policy
-from regress.gate.results import UnitKind, Verdict
-from regress.gate.rules import Rule
-from regress.gate.spending import (
+from regress.stats.spending import (
     SequentialDesign,
     boundaries,
     expected_fraction,
@@ -40,12 +46,6 @@ from regress.gate.spending import (
     obf_spent,
     stopping,
 )
-from regress.gate.timing import Throughput, TimingOptions, gate_time, measure_throughput
-from regress.proxy.build import ProxyOptions, build_proxy
-from regress.proxy.selftest import Profile, SelftestOptions, selftest_baseline
-from regress.report.markdown import render_markdown
-from regress.run.engine import TaskSpec
-from regress.run.runner import RunPlan, execute
 from regress.sweep.quantize import quantize_file
 from regress.tasks import get_tasks
 

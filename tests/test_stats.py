@@ -11,12 +11,10 @@ from scipy import optimize
 from scipy.stats import binomtest, norm, ttest_1samp
 from statsmodels.stats.contingency_tables import mcnemar
 
-from regress.gate import operating
-from regress.gate.operating import verdicts
-from regress.gate.perplexity import corpus_ratio_test
-from regress.gate.power import accuracy_mde, accuracy_n, accuracy_power, shift_mde, shift_n
-from regress.gate.rules import PassRequires, Rule, inconclusive, regression
-from regress.gate.stats import (
+from regress.stats import operating
+from regress.stats.decision import PassRequires, Rule, inconclusive, regression
+from regress.stats.operating import verdicts
+from regress.stats.paired import (
     Correction,
     adjust_pvalues,
     choice_kl,
@@ -28,7 +26,9 @@ from regress.gate.stats import (
 )
 
 # Imported under another name: pytest would try to collect a class called Test*.
-from regress.gate.stats import Test as McNemar
+from regress.stats.paired import Test as McNemar
+from regress.stats.perplexity import corpus_ratio_test
+from regress.stats.power import accuracy_mde, accuracy_n, accuracy_power, shift_mde, shift_n
 
 COUNTS = [(28, 19), (10, 2), (5, 5), (3, 9), (1, 0), (140, 101)]
 

@@ -1,4 +1,4 @@
-"""The proxy estimator (regress.gate.stratified) and allocation, by seeded simulation.
+"""The proxy estimator (regress.stats.stratified) and allocation, by seeded simulation.
 
 A synthetic parent suite of 2,400 examples in five margin strata, whose flip rates follow
 FACTS.md's measurement of real requantizations (answers change far more where the reference
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from regress.core.errors import BadInput
-from regress.gate.stats import Test as McNemar
-from regress.gate.stats import mcnemar_pvalue
-from regress.gate.stratified import moments, pvalues, stratified_test
 from regress.proxy.build import allocate
+from regress.stats.paired import Test as McNemar
+from regress.stats.paired import mcnemar_pvalue
+from regress.stats.stratified import moments, pvalues, stratified_test
 
 POPULATION = np.array([480, 480, 480, 480, 480])
 FLIPS = np.array([0.32, 0.15, 0.08, 0.04, 0.02])

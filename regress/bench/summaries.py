@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regress.core.manifest import Run
-from regress.gate.stats import wilson_interval
+from regress.stats import wilson_interval
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from regress.backends.models import file_sha256, resolve_model_path
+from regress.checks import small_units
 from regress.cli.common import (
     LIMIT,
     cache_folder,
@@ -32,7 +33,6 @@ from regress.cli.common import (
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
 from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
-from regress.gate.baseline_power import small_units
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
     check_fit_to_store,

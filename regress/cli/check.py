@@ -12,6 +12,14 @@ from pathlib import Path
 import click
 
 from regress.backends import BACKENDS
+from regress.checks import (
+    CandidateModel,
+    CheckOptions,
+    CheckResult,
+    Rebaseline,
+    candidate_plan,
+)
+from regress.checks import check as gate_check
 from regress.cli.baseline import store_option
 from regress.cli.common import (
     cache_folder,
@@ -32,21 +40,13 @@ from regress.cli.common import (
 )
 from regress.core.manifest import Run
 from regress.core.store import Store, check_replaceable, read_run, write_run
-from regress.gate.check import (
-    CandidateModel,
-    CheckOptions,
-    CheckResult,
-    Rebaseline,
-    candidate_plan,
-)
-from regress.gate.check import check as gate_check
 from regress.gate.policy import load_policy
 from regress.gate.results import Comparison
-from regress.gate.spending import SequentialDesign
 from regress.report.history import append_history, check_history_file, history_entry
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
 from regress.run.lm_eval_import import read_lm_eval_run
+from regress.stats import SequentialDesign
 
 
 @click.command()

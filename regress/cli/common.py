@@ -43,7 +43,7 @@ from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
 from regress.tasks.formats import MAX_FORMATS
 
 if TYPE_CHECKING:
-    from regress.gate.timing import TimingOptions
+    from regress.checks import TimingOptions
 
 
 class _Limit(click.ParamType):
@@ -173,7 +173,7 @@ def data_options(func: F) -> F:
 
 def timing_options(func: F) -> F:
     """--time MODEL and --time-examples: price a baseline's examples at a measured throughput
-    (regress.gate.timing); the data and task options say where the examples come from."""
+    (regress.checks.timing); the data and task options say where the examples come from."""
     func = click.option(
         "--time-examples",
         type=click.IntRange(1),
@@ -200,7 +200,7 @@ def timing(
     hf_datasets: bool,
 ) -> TimingOptions | None:
     """What --time and the data and task options ask to time (None without --time)."""
-    from regress.gate.timing import TimingOptions
+    from regress.checks import TimingOptions
 
     if model is None:
         return None

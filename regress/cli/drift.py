@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from regress.checks import DriftOptions, check_drift
 from regress.cli.baseline import store_option
 from regress.cli.common import (
     command_line,
@@ -21,7 +22,6 @@ from regress.cli.common import (
     write_report,
 )
 from regress.core.store import Store
-from regress.gate.check import DriftOptions, check_drift
 from regress.gate.drift import parse_age
 from regress.gate.policy import load_policy
 from regress.report.drift import render_drift_json, render_drift_markdown

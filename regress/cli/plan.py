@@ -8,6 +8,15 @@ from pathlib import Path
 
 import click
 
+from regress.checks import (
+    FACTS_DISCORDANCE,
+    Throughput,
+    TimingOptions,
+    UnitPlan,
+    gate_time,
+    measure_throughput,
+    plan_baseline,
+)
 from regress.cli.common import (
     data_options,
     handles_errors,
@@ -17,12 +26,8 @@ from regress.cli.common import (
     timing_options,
 )
 from regress.core.store import Store
-from regress.gate.baseline_power import FACTS_DISCORDANCE, UnitPlan, plan_baseline
 from regress.gate.policy import Policy, load_policy
-from regress.gate.power import accuracy_n, pass_n
-from regress.gate.rules import Rule
-from regress.gate.spending import SequentialDesign
-from regress.gate.timing import Throughput, TimingOptions, gate_time, measure_throughput
+from regress.stats import Rule, SequentialDesign, accuracy_n, pass_n
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 

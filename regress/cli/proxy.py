@@ -14,9 +14,9 @@ from regress.cli.common import handles_errors, stdout
 from regress.core.errors import BadInput
 from regress.core.proxy_design import ProxyDesign
 from regress.core.store import Store, read_run
-from regress.gate.stats import SEED
 from regress.proxy import flip_rates
 from regress.proxy.build import MIN_PER_STRATUM, ProxyOptions, build_proxy
+from regress.stats import SEED
 
 calibration_option = click.option(
     "--calibration",

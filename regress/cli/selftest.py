@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from regress.checks import Throughput, measure_throughput
 from regress.cli.baseline import store_option
 from regress.cli.common import (
     data_options,
@@ -20,9 +21,6 @@ from regress.cli.common import (
 from regress.cli.proxy import calibration_option
 from regress.core.store import Store
 from regress.gate.policy import load_policy
-from regress.gate.spending import SequentialDesign
-from regress.gate.stats import SEED
-from regress.gate.timing import Throughput, measure_throughput
 from regress.proxy.flip_rates import load_calibration
 from regress.proxy.selftest import (
     DROPS,
@@ -34,6 +32,7 @@ from regress.proxy.selftest import (
     UnitSelftest,
     selftest_baseline,
 )
+from regress.stats import SEED, SequentialDesign
 
 
 def _drops(_: click.Context, __: click.Parameter, text: str | None) -> tuple[float, ...]:

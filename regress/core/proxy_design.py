@@ -4,7 +4,7 @@ A proxy keeps a stratified random sample of its parent's examples: each gated un
 are cut into strata by the reference model's margin (regress.gate.margins), and each stratum gives
 a simple random sample without replacement. Every sampled example therefore has a known
 inclusion probability n_h / N_h, and the gate can estimate what the whole parent suite would
-have shown (regress.gate.stratified). The design lives in the proxy's manifest, so a proxy cannot
+have shown (regress.stats.stratified). The design lives in the proxy's manifest, so a proxy cannot
 be read, or gated, as if it were a plain baseline.
 
 Every estimate is weighed by the strata's populations, so a design is refused when read unless

@@ -7,16 +7,17 @@ the group's members are reported as subjects, not gated one by one.
 A unit is one of three kinds, by what its records hold:
 - accuracy: 0/1 `correct` (or a 0/1 metric the policy names): one-sided McNemar test
   against no drop, exact unconditional tests of a drop beyond and within max_drop
-  (regress.gate.margin_test), Tango's interval for Δ as a description, flips listed;
+  (regress.stats.margin), Tango's interval for Δ as a description, flips listed;
 - score: a per-example score in [0, 1] with `correct` None (TruthfulQA MC2): bootstrap-t
   tests of the mean, b and c count the examples that scored lower and higher;
 - perplexity (loglikelihood_rolling tasks): sign-flip and bootstrap-t tests of the
-  length-weighted corpus log-ratio (regress.gate.perplexity), the very quantity whose relative
+  length-weighted corpus log-ratio (regress.stats.perplexity), the very quantity whose relative
   change max_relative_increase judges.
 
-Each unit's rule (`margin` or `change`, regress.gate.rules) says which test decides a REGRESSION;
-the policy's `pass_requires` whether a PASS needs its drop shown within the threshold (the
-within-margin test) or only no REGRESSION and no INCONCLUSIVE by the no-drop test. Every test
+Each unit's rule (`margin` or `change`, regress.stats.decision) says which test decides a
+REGRESSION; the policy's `pass_requires` whether a PASS needs its drop shown within the
+threshold (the within-margin test) or only no REGRESSION and no INCONCLUSIVE by the no-drop
+test. Every test
 that can fail the gate is corrected in one family (`_judge_all`).
 
 How failed examples count (status error, timeout or refused; a truncated prompt was still
@@ -43,24 +44,14 @@ from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import Manifest, Run, TaskInfo
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record, Status
-from regress.gate.drop_tests import (
-    DropTest,
-    NormalShift,
-    PairedCounts,
-    RelativeIncrease,
-    StudentizedShift,
-)
 from regress.gate.failure_rates import FailureRate, failure_rates, generates, refusal_share
 from regress.gate.format_pool import SUFFIX as POOLED
 from regress.gate.format_pool import pooled
 from regress.gate.format_spread import spread_changes
 from regress.gate.golden_rules import GoldenItems, GoldenResult, judge_golden, settle
 from regress.gate.judged import JudgedSummary, candidate_scores, judged_pairs, needs_judge
-from regress.gate.margin_test import Side
 from regress.gate.pairing import Pair, pair_runs
-from regress.gate.perplexity import corpus_shift
 from regress.gate.policy import Inconclusive, Metric, Policy, Requirement, UnitPolicy
-from regress.gate.power import accuracy_mde, accuracy_n, pass_n, shift_mde, shift_n
 from regress.gate.requirements import Latency, RequirementResult, measure, measure_latency
 from regress.gate.requirements import settle as settle_requirement
 from regress.gate.results import (
@@ -75,21 +66,37 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.rules import PassRequires, Rule, inconclusive, regression
-from regress.gate.spending import SequentialDesign
-from regress.gate.stats import (
+from regress.gate.turns import turn_changes
+from regress.run.judge import Judged
+from regress.stats import (
+    DropTest,
+    NormalShift,
+    PairedCounts,
+    PassRequires,
+    RelativeIncrease,
+    Rule,
+    SequentialDesign,
+    Side,
+    StudentizedShift,
+    accuracy_mde,
+    accuracy_n,
     adjust_pvalues,
     bootstrap_t,
     choice_kl,
+    corpus_shift,
     family_levels,
+    inconclusive,
     mcnemar_pvalue,
     paired_diff_ci,
     paired_mean_test,
+    pass_n,
+    regression,
+    shift_mde,
+    shift_n,
+    stratified_test,
     top1_agreement,
+    weighted_mean,
 )
-from regress.gate.stratified import stratified_test, weighted_mean
-from regress.gate.turns import turn_changes
-from regress.run.judge import Judged
 from regress.tasks.judge_templates import Mode
 
 CI_ALPHA = 0.05
@@ -197,7 +204,7 @@ def judge(
 
     `look` (0-based) judges the pairing as that look of the policy's sequential design: every
     p-value becomes a repeated p-value and every bound a repeated confidence bound
-    (regress.gate.spending), so the one alpha holds over all the looks together.
+    (regress.stats.spending), so the one alpha holds over all the looks together.
 
     `since` adds the creep guard: each gated accuracy or score unit is tested against the
     anchor too, by the margin rule at `policy.max_cumulative_drop`, in the same family.

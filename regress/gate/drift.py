@@ -25,7 +25,7 @@ from regress.gate.noise import NOISE_FLOORS, Cause
 from regress.gate.pairing import Pair
 from regress.gate.policy import Policy
 from regress.gate.results import Comparison
-from regress.gate.stats import adjust_pvalues, mcnemar_pvalue
+from regress.stats import adjust_pvalues, mcnemar_pvalue
 
 DRIFT_SCHEMA_VERSION = 2
 

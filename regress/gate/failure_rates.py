@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from regress.core.records import Record
 from regress.gate.pairing import Pair
-from regress.gate.stats import paired_mean_test
 from regress.run.failures import FAILURES, FailureClass
+from regress.stats import paired_mean_test
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ need no statistics and fail the gate on their own:
   by at most `max_relative_drop` (policy `golden: {max_relative_drop: 0.05}`) of the
   baseline's. Random flips alone would break a raw "(baseline - candidate) / baseline > 0.05"
   rule often (50 items at 60% with 5% of answers flipping: 15% of runs), so the drop must be
-  shown: the exact paired margin test (regress.gate.margin_test) of an absolute drop beyond
+  shown: the exact paired margin test (regress.stats.margin) of an absolute drop beyond
   max_relative_drop x the baseline's rate, its p in the gate's one Holm family.
 
 A task is a golden set when its records carry the `must_pass` metric, so the rules read the
@@ -32,9 +32,9 @@ from typing import Any
 
 from regress.core.manifest import Run, TaskInfo
 from regress.core.records import Record
-from regress.gate.margin_test import Side, margin_pvalue
 from regress.gate.margins import record_margin
 from regress.gate.pairing import Pair
+from regress.stats import Side, margin_pvalue
 
 GoldenItems = Mapping[tuple[str, int], Mapping[str, Any]]
 """(task, doc_id) -> the golden file's item, to name it in reports."""

@@ -25,8 +25,8 @@ from scipy import stats as sps
 
 from regress.core.errors import BadInput
 from regress.core.files import write_text_atomic
-from regress.gate.stats import wilson_interval
 from regress.run.judge import Judgement, Outcome, outcome_of
+from regress.stats import wilson_interval
 from regress.tasks.loaders import read_jsonl_numbered
 
 CATEGORIES = ("win", "tie", "loss")

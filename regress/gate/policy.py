@@ -51,10 +51,8 @@ import yaml
 
 from regress.core import safe_yaml
 from regress.core.errors import BadInput
-from regress.gate.rules import PassRequires, Rule
-from regress.gate.spending import SequentialDesign
-from regress.gate.stats import Correction, Test
 from regress.run.judge import JudgeSpec, Read
+from regress.stats import Correction, PassRequires, Rule, SequentialDesign, Test
 from regress.tasks.judge_templates import Mode
 
 

@@ -22,7 +22,7 @@ from regress.gate.turns import TurnChange
 if TYPE_CHECKING:
     # Only a type here: the requirements module builds on this one.
     from regress.gate.requirements import RequirementResult
-from regress.gate.rules import Rule
+from regress.stats import Rule
 
 COMPARISON_SCHEMA_VERSION = 1
 MAX_FLIPS = 200
@@ -61,7 +61,7 @@ class SubjectResult:
 
 @dataclass(frozen=True)
 class ProxyEstimate:
-    """How a proxy unit's figures estimate its parent suite (regress.gate.stratified)."""
+    """How a proxy unit's figures estimate its parent suite (regress.stats.stratified)."""
 
     parent: str
     """The parent baseline the proxy was drawn from."""
@@ -321,7 +321,7 @@ class Look:
 
 @dataclass(frozen=True)
 class SequentialRun:
-    """How a sequential gate ran (regress.gate.sequential): its design and where it stopped."""
+    """How a sequential gate ran (regress.checks.sequential): its design and where it stopped."""
 
     looks: tuple[float, ...]
     spending: str
@@ -361,7 +361,7 @@ class Comparison:
     command: str
     """The command that produced the candidate run."""
     hardware: HardwareCheck | None = None
-    """Set by `regress.gate.check.check` when it ran the candidate on this machine."""
+    """Set by `regress.checks.fixed.check` when it ran the candidate on this machine."""
     repeatability: Repeatability | None = None
     """Set when `check --repeat-check N` resent N examples."""
     golden: tuple[GoldenResult, ...] = ()
@@ -371,9 +371,9 @@ class Comparison:
     failures: tuple[FailureRate, ...] = ()
     """Generation units: each failure class's rate on both sides (regress.gate.failure_rates)."""
     cache: tuple[CacheUse, ...] = ()
-    """Set by `regress.gate.check.check` for the runs it made: how many results it replayed."""
+    """Set by `regress.checks.fixed.check` for the runs it made: how many results it replayed."""
     sequential: SequentialRun | None = None
-    """Set by `regress.gate.sequential.check_sequential`: the looks the gate took."""
+    """Set by `regress.checks.sequential.check_sequential`: the looks the gate took."""
     requirements: tuple[RequirementResult, ...] = ()
     """The policy's decision gates (`gates:`), each tested and decided."""
     turns: tuple[TurnChange, ...] = ()

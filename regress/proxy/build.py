@@ -8,7 +8,7 @@ outcome is about √f), never below a floor, never above the stratum. Examples t
 was sure of rarely flip, so few of them are needed to say so. Each stratum is then a seeded
 simple random sample, and the design (strata, inclusion probabilities, seed, calibration,
 parent) is written to the proxy's manifest, where `regress check` reads it to estimate the
-parent suite's change (regress.gate.stratified).
+parent suite's change (regress.stats.stratified).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.proxy_design import Calibration, ProxyDesign, Stratum, cut_bounds
 from regress.gate.margins import margin_order, record_margin
-from regress.gate.stats import SEED
 from regress.proxy import flip_rates
+from regress.stats import SEED
 
 MIN_PER_STRATUM = 10
 """The floor of every stratum's sample: enough for its variance to be estimated."""

@@ -16,10 +16,10 @@ headline MDE of a unit is the worst over the profiles simulated, so it does not 
 calibration being right about where the flips fall.
 
 Each simulated run is judged by the gate's own statistics and rules (the McNemar and Tango
-tests of a plain unit, regress.gate.stratified on a proxy, the family-wise correction over the
-gated units, regress.gate.rules), vectorised over runs; a test checks that `compare` gives the same
-verdicts on records. A drop is injected into one unit at a time while every other unit is an
-unchanged candidate with the same discordance, so each row answers "a drop of δ here and
+tests of a plain unit, regress.stats.stratified on a proxy, the family-wise correction over the
+gated units, regress.stats.decision), vectorised over runs; a test checks that `compare` gives
+the same verdicts on records. A drop is injected into one unit at a time while every other unit
+is an unchanged candidate with the same discordance, so each row answers "a drop of δ here and
 nothing elsewhere: what does the whole gate say?".
 """
 
@@ -38,21 +38,28 @@ from regress.core.manifest import Run
 from regress.core.proxy_design import Calibration
 from regress.gate.compare import CI_ALPHA, units_of
 from regress.gate.integrity import check_proxy
-from regress.gate.margin_test import Side, margin_pvalue
-from regress.gate.operating import SequentialPoint, sequential_oc
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
-from regress.gate.rules import PassRequires, Rule, inconclusive, regression
-from regress.gate.spending import SequentialDesign
-from regress.gate.stats import (
+from regress.proxy import flip_rates
+from regress.stats import (
     SEED,
     Correction,
+    PassRequires,
+    Rule,
+    SequentialDesign,
+    SequentialPoint,
+    Side,
     holm_rows,
+    inconclusive,
+    margin_pvalue,
     mcnemar_pvalue,
+    moments,
+    pvalues,
+    regression,
+    sequential_oc,
     tango_score,
+    upper_drop,
 )
-from regress.gate.stratified import moments, pvalues, upper_drop
-from regress.proxy import flip_rates
 
 DROPS = (0.0, 0.001, 0.01, 0.02, 0.03, 0.05)
 """Injected true drops (0.001 is the seed's "0.1-point variation")."""
@@ -271,7 +278,7 @@ def sequential_rows(
     n: int, threshold: float, psi: float, units: int, options: SelftestOptions
 ) -> tuple[SequentialPoint, ...]:
     """One gated unit under the sequential design at each injected drop: its verdict rates
-    and expected examples beside the fixed design's, flips placed flat (regress.gate.operating
+    and expected examples beside the fixed design's, flips placed flat (regress.stats.operating
     .sequential_oc), alpha split evenly over the gated units as `regress plan` does."""
     design = options.sequential
     assert design is not None

@@ -26,7 +26,7 @@ from regress.core import safe_json
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.gate.results import Comparison, UnitKind
-from regress.gate.stats import wilson_interval
+from regress.stats import wilson_interval
 
 SCHEMA = 1
 TAIL = 1 << 20

@@ -31,7 +31,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.rules import PassRequires, Rule
+from regress.stats import PassRequires, Rule
 
 MARKER = "<!-- regress-report -->"
 """Last line of every report: lets a CI step find and update its own earlier comment."""

@@ -31,7 +31,7 @@ from regress.core.fingerprint import result_params
 from regress.core.manifest import Run
 from regress.core.store import read_run
 from regress.gate.pairing import pair_runs
-from regress.gate.stats import mcnemar_pvalue
+from regress.stats import mcnemar_pvalue
 from regress.sweep.pareto import (
     Direction,
     Judgement,

@@ -41,9 +41,9 @@ from regress.core.errors import BadInput, RunFailed
 from regress.core.manifest import Run
 from regress.core.store import is_run_folder, read_run, write_run
 from regress.gate.pairing import pair_runs
-from regress.gate.stats import mcnemar_pvalue, paired_diff_ci
 from regress.run.runner import RunPlan, execute, suite_specs
 from regress.run.suite import Suite
+from regress.stats import mcnemar_pvalue, paired_diff_ci
 from regress.sweep.quantize import QuantSettings, check_settings, quantize_file, weights_sha256
 from regress.sweep.results import (
     SOURCE,

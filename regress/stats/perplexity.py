@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from regress.gate.margin_test import Side
-from regress.gate.stats import RESAMPLES, SEED
+from regress.stats.margin import Side
+from regress.stats.paired import RESAMPLES, SEED
 
 _ROUNDING = 1e-9
 """Relative size below which a sum of squared residuals is rounding error, not spread."""
@@ -111,7 +111,7 @@ def corpus_shift(
 
 class CorpusShift:
     """The corpus log-ratio R and its two resampling tests, as a DropTest on the log scale
-    (regress.gate.drop_tests; the gate wraps it in RelativeIncrease): each side's p is the
+    (regress.stats.drops; the gate wraps it in RelativeIncrease): each side's p is the
     larger of the two tests' p, each bound the farther of their bounds, so the bound a report
     prints inverts the test that decided."""
 

@@ -1,7 +1,7 @@
 """The gate's decision rules: what makes a unit a REGRESSION, INCONCLUSIVE or a PASS.
 
 One function decides for one unit or for arrays of simulated units alike, so the operating
-characteristics in docs/gate.md (`regress.gate.operating`) are computed by the code that judges.
+characteristics in docs/gate.md (`regress.stats.operating`) are computed by the code that judges.
 
 Inputs per unit, all one-sided for "the candidate is worse":
 - `drop`: the observed drop (accuracy points as a fraction, a score, or a relative increase

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from regress.checks.plan import UnitPlan
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
-from regress.gate.baseline_power import UnitPlan
 from regress.gate.compare import units_of
 from regress.run.engine import TaskSpec
 from regress.run.runner import execute, plan_rerun

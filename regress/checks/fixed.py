@@ -172,7 +172,7 @@ def check(
         _check_turn_scale(options.policy.judge.loaded_template().mode, baseline, options.tasks)
     if options.policy.sequential is not None and not isinstance(candidate, Run):
         # Imported here: the sequential gate is built from this module's steps.
-        from regress.gate.sequential import check_sequential
+        from regress.checks.sequential import check_sequential
 
         return check_sequential(baseline, candidate, options, progress)
     if isinstance(candidate, Run):

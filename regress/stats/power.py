@@ -1,6 +1,6 @@
 """Power, minimum detectable effect and the n that would decide, for the rule a unit uses.
 
-Normal approximations to the tests in `regress.gate.stats`, each checked by simulation in
+Normal approximations to the tests in `regress.stats.paired`, each checked by simulation in
 `tests/test_stats.py` (power at the planned n within 0.80 +- 0.04):
 - accuracy, `change` rule: McNemar's test (Connor 1987, Biometrics 43:207) *and* the observed
   drop beyond max_drop, two conditions on nearly the same statistic, so the power is the
@@ -21,8 +21,8 @@ import math
 from scipy import optimize
 from scipy import stats as sps
 
-from regress.gate.rules import Rule
-from regress.gate.stats import constrained_p_b
+from regress.stats.decision import Rule
+from regress.stats.paired import constrained_p_b
 
 
 def _normal_power(shift: float, spread: float) -> float:

@@ -171,7 +171,7 @@ def family_levels(
 def holm_rows(pvalues: np.ndarray) -> np.ndarray:
     """Holm-adjusted p-values of each run (row) at once: the gate's one Holm.
 
-    Row-wise, so thousands of simulated runs (regress.gate.operating, regress.proxy.selftest)
+    Row-wise, so thousands of simulated runs (regress.stats.operating, regress.proxy.selftest)
     adjust in one call; tests check it against statsmodels' `multipletests` to the bit.
     """
     k = pvalues.shape[1]

@@ -14,10 +14,15 @@ from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.gate.compare import PLAN_FACTOR, unit_kind, units_of
 from regress.gate.policy import Policy
-from regress.gate.power import accuracy_mde, accuracy_n, pass_n
 from regress.gate.results import UnitKind
-from regress.gate.rules import Rule
-from regress.gate.spending import SequentialDesign, expected_fraction
+from regress.stats import (
+    Rule,
+    SequentialDesign,
+    accuracy_mde,
+    accuracy_n,
+    expected_fraction,
+    pass_n,
+)
 
 FACTS_DISCORDANCE = 0.12
 """Share of answers a real requantization flips: SmolLM2-135M Q4_1 to Q4_0 or Q2_K changed
@@ -61,7 +66,7 @@ def sequential_n(
     design: SequentialDesign, n: int, discordance: float, threshold: float, alpha: float
 ) -> tuple[float, float, float]:
     """Expected examples of a sequential accuracy unit of n at true drops 0, the threshold
-    and twice it: the drift of its margin test at each (regress.gate.spending)."""
+    and twice it: the drift of its margin test at each (regress.stats.spending)."""
     found = []
     for drop in (0.0, threshold, 2 * threshold):
         spread = max(discordance, drop) - drop * drop

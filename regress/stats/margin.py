@@ -6,7 +6,7 @@ gate asks two one-sided questions:
 - BEYOND (H0: drop <= δ): is the drop shown to exceed δ? A REGRESSION under the margin rule.
 - WITHIN (H0: drop >= δ): is the drop shown to stay below δ? A PASS that needs evidence.
 
-Tango's score statistic (regress.gate.stats.tango_score) orders the outcomes, as in the
+Tango's score statistic (regress.stats.paired.tango_score) orders the outcomes, as in the
 asymptotic test, but the p-value is the exact probability of an outcome at least as extreme,
 maximised over the nuisance parameter: the discordance θ = p_b + p_c, at the boundary drop = δ
 (Suissa & Shuster 1991 for matched pairs; Chan 1998 for non-inferiority). Given θ, m is
@@ -28,7 +28,7 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as sps
 
-from regress.gate.stats import tango_score
+from regress.stats.paired import tango_score
 
 GAMMA = 0.001
 """Berger & Boos (1994): the nuisance discordance is searched only inside its 1 - GAMMA

@@ -2,7 +2,7 @@
 
 The candidate runs the baseline's examples in a seeded random order, task by task (so each
 look holds the same share of every task of a unit), and the gate judges what it has after
-each look of the policy's design (regress.gate.spending): p-values become repeated p-values
+each look of the policy's design (regress.stats.spending): p-values become repeated p-values
 and bounds repeated confidence bounds, so alpha holds over all the looks together.
 
 - A unit shown beyond its margin (REGRESSION), within it (PASS) or failing (ERROR) keeps that
@@ -22,11 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from regress.core.errors import BadInput
-from regress.core.manifest import Run
-from regress.core.records import Record
-from regress.gate.baseline_power import no_early_stop
-from regress.gate.check import (
+from regress.checks.fixed import (
     CandidateModel,
     CheckOptions,
     CheckResult,
@@ -40,6 +36,10 @@ from regress.gate.check import (
     run_plan,
     with_texts,
 )
+from regress.checks.plan import no_early_stop
+from regress.core.errors import BadInput
+from regress.core.manifest import Run
+from regress.core.records import Record
 from regress.gate.compare import decide, judge, pair
 from regress.gate.golden_rules import is_golden
 from regress.gate.results import (
@@ -51,9 +51,9 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.spending import SequentialDesign, cut, median_unbiased_drift
 from regress.run.engine import Prepared, prepare
 from regress.run.runner import Outcome
+from regress.stats import SequentialDesign, cut, median_unbiased_drift
 
 SETTLED = (Verdict.REGRESSION, Verdict.PASS, Verdict.ERROR)
 

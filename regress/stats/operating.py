@@ -1,18 +1,18 @@
 """Operating characteristics of the gate: how often each verdict comes, by true drop.
 
 docs/gate.md shows three tables and a sentence made here; a test fails when they differ from
-what the code computes. Regenerate them with `python -m regress.gate.operating`.
+what the code computes. Regenerate them with `python -m regress.stats.operating`.
 
 One accuracy unit of n paired examples, with a true drop δ and a share ψ of flipped examples:
 m = b + c ~ Binomial(n, ψ) and b | m ~ Binomial(m, (ψ + δ) / 2ψ). The margin and PASS tests'
-rejection regions come from the exact tests themselves (regress.gate.margin_test), and every
+rejection regions come from the exact tests themselves (regress.stats.margin), and every
 probability is a sum over (b, m): exact, not simulated.
 
 - `size_grid`: P(REGRESSION) and P(PASS) when the true drop is exactly max_drop, over n and
   the discordance: the guarantee that neither is shown falsely more often than alpha.
 - `verdict_table`: P(REGRESSION) / P(INCONCLUSIVE) / P(PASS) at true drops of 0-5 points, for
   each rule and each `pass_requires`.
-- `sequential_oc`: one unit under the sequential gate (regress.gate.sequential), seeded
+- `sequential_oc`: one unit under the sequential gate (regress.checks.sequential), seeded
   simulation of the same exact tests at each look's nominal level, beside the fixed design.
 - `family_false_alarms`: the whole gate's chance of any REGRESSION when nothing changed (or
   every rule sits at its threshold), three units, a failure class and a golden set in one
@@ -34,10 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from regress.gate.margin_test import Side, margin_pvalue, rejection_edges
-from regress.gate.rules import PassRequires, Rule, inconclusive, regression
-from regress.gate.spending import SequentialDesign, cut
-from regress.gate.stats import (
+from regress.stats.decision import PassRequires, Rule, inconclusive, regression
+from regress.stats.margin import Side, margin_pvalue, rejection_edges
+from regress.stats.paired import (
     SEED,
     Test,
     adjust_pvalues,
@@ -45,6 +44,7 @@ from regress.gate.stats import (
     paired_mean_test,
     tango_score,
 )
+from regress.stats.spending import SequentialDesign, cut
 
 ALPHA = 0.05
 MAX_DROP = 0.02

@@ -1,15 +1,15 @@
 """A unit's drop tested against any margin, in either direction, and the bounds that invert it.
 
-Every kind of unit answers the same two one-sided questions (regress.gate.margin_test.Side):
+Every kind of unit answers the same two one-sided questions (regress.stats.margin.Side):
 is the drop shown BEYOND a margin (a REGRESSION), is it shown WITHIN it (a PASS that needs
 evidence)? The bound a report prints beside a verdict is the inversion of the very test that
 decided it, at the level the family-wise correction applied, so the two never disagree.
 
-- `PairedCounts`: accuracy units, the exact unconditional test of regress.gate.margin_test;
+- `PairedCounts`: accuracy units, the exact unconditional test of regress.stats.margin;
 - `NormalShift`: a normal estimate with a standard error (a proxy's stratified estimate);
 - `StudentizedShift`: a bootstrap-t resampling distribution (scores);
 - `RelativeIncrease`: a log-ratio's test asked as a relative increase (perplexity, whose
-  log-ratio test is regress.gate.perplexity.CorpusShift).
+  log-ratio test is regress.stats.perplexity.CorpusShift).
 
 The drop is measured as the gate measures it: accuracy points lost (a fraction), a score
 lost, or a corpus log-ratio gained (perplexity).
@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 from scipy import stats as sps
 
-from regress.gate.margin_test import BOUND_TOLERANCE, Side, drop_bound, margin_pvalue
+from regress.stats.margin import BOUND_TOLERANCE, Side, drop_bound, margin_pvalue
 
 
 class DropTest(Protocol):
