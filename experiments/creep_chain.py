@@ -26,13 +26,13 @@ from pathlib import Path
 import llama_cpp
 
 from regress.backends.models import resolve_model_path
-from regress.checks.fixed import CandidateModel, CheckOptions, check
+from regress.checks import CandidateModel, CheckOptions, check
 from regress.core.manifest import Run
 from regress.gate.policy import Policy
 from regress.gate.results import UnitResult
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute
-from regress.stats.decision import PassRequires
+from regress.stats import PassRequires
 from regress.sweep.quantize import quantize_file
 from regress.tasks import get_tasks, resolve_source
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from regress.stats.perplexity import BootstrapT, SignFlip
+from regress.stats import BootstrapT, SignFlip
 from regress.tasks.wikitext import count_words, split_pages
 
 SEED = 20261202

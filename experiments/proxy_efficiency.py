@@ -37,8 +37,7 @@ from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.proxy import flip_rates
 from regress.proxy.build import ProxyOptions, build_proxy
-from regress.stats.paired import paired_diff_ci
-from regress.stats.stratified import moments
+from regress.stats import moments, paired_diff_ci
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))

@@ -31,7 +31,7 @@ from regress.core.store import Store, read_run
 from regress.gate.policy import Policy
 from regress.proxy.build import ProxyOptions, build_proxy
 from regress.proxy.selftest import SelftestOptions, selftest_baseline
-from regress.stats.decision import Rule
+from regress.stats import Rule
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))

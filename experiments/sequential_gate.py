@@ -24,7 +24,7 @@ from statistics import median
 import llama_cpp
 
 from regress.backends.models import resolve_model_path
-from regress.checks.fixed import CandidateModel, CheckOptions, check
+from regress.checks import CandidateModel, CheckOptions, check
 from regress.core.manifest import Run
 from regress.core.store import Store
 from regress.gate.policy import Policy
@@ -32,7 +32,7 @@ from regress.gate.results import Comparison
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute, suite_specs
 from regress.run.suite import load_suite
-from regress.stats.spending import SequentialDesign
+from regress.stats import SequentialDesign
 from regress.sweep.quantize import quantize_file
 from regress.tasks import get_tasks, resolve_source
 from regress.tasks.base import DataSource

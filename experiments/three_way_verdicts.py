@@ -26,7 +26,7 @@ from regress.core.store import Store, read_run
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.gate.results import UnitResult
-from regress.stats.decision import PassRequires
+from regress.stats import PassRequires
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REGRESS_DATA_DIR", REPO.parent / "shared" / "data"))

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from regress.backends.models import file_sha256
-from regress.checks.plan import FACTS_DISCORDANCE, plan_baseline, small_units
+from regress.checks import FACTS_DISCORDANCE, plan_baseline, small_units
 from regress.cli import cli
 from regress.core.errors import ExitCode
 from regress.core.store import Store, read_run

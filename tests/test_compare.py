@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from regress.checks.plan import plan_baseline
+from regress.checks import plan_baseline
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
@@ -14,15 +14,20 @@ from regress.core.records import Record, Status
 from regress.gate.compare import ROLLING, compare
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy
 from regress.gate.results import MAX_FLIPS, UnitKind, Verdict
-from regress.stats.decision import PassRequires, Rule
-from regress.stats.margin import Side, drop_bound, margin_pvalue
-from regress.stats.paired import (
+from regress.stats import (
+    PassRequires,
+    Rule,
+    Side,
+    accuracy_mde,
+    accuracy_n,
     adjust_pvalues,
+    drop_bound,
     kl_divergence_choices,
+    margin_pvalue,
     mcnemar_pvalue,
     paired_diff_ci,
+    pass_n,
 )
-from regress.stats.power import accuracy_mde, accuracy_n, pass_n
 
 RIGHT, WRONG = [-1.0, -2.0], [-2.0, -1.0]
 """Log-likelihoods over two choices, target 0: argmax right or wrong."""

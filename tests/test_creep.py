@@ -13,24 +13,24 @@ import pytest
 from click.testing import CliRunner
 from test_compare import info, record, run
 
-from regress.checks.fixed import CandidateModel, CheckOptions, check
+from regress.checks import CandidateModel, CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.store import Store
 from regress.gate.policy import Policy, parse_policy
 from regress.gate.results import Verdict
 from regress.report.markdown import render_markdown
-from regress.stats.operating import (
+from regress.report.operating import render_creep
+from regress.stats import (
     ALPHA,
     CREEP_N,
     CREEP_STEP_DISCORDANCE,
     CREEP_STEP_DROP,
+    SequentialDesign,
     creep_chains,
     creep_false_alarms,
     creep_verdicts,
-    render_creep,
 )
-from regress.stats.spending import SequentialDesign
 
 REPO = Path(__file__).resolve().parents[1]
 

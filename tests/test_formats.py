@@ -19,8 +19,8 @@ from regress.gate.format_spread import format_spreads
 from regress.gate.policy import Policy, parse_policy
 from regress.report.markdown import render_markdown
 from regress.run.suite import load_suite
+from regress.stats import adjust_pvalues, paired_mean_test
 from regress.stats.operating import _exact
-from regress.stats.paired import adjust_pvalues, paired_mean_test
 from regress.tasks import DataSource
 from regress.tasks.catalog import BUILTIN
 from regress.tasks.formats import GRAMMAR, PromptFormat, formatted_names, prompt_format

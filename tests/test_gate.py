@@ -25,7 +25,7 @@ from regress.gate.drift import DriftVerdict
 from regress.gate.noise import Cause
 from regress.gate.results import HardwareAction
 from regress.run.suite import inline_suite
-from regress.stats.margin import Side, drop_bound
+from regress.stats import Side, drop_bound
 
 OTHER_KERNELS = "AVX AVX2 AVX512 F16C FMA OPENMP"
 """A build this machine's portable llama.cpp is not (it has no AVX-512)."""

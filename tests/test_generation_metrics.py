@@ -15,7 +15,7 @@ from regress.run.engine import TaskSpec, evaluate
 from regress.run.failures import FailureClass, Generation, classify
 from regress.run.generation import GenerationSettings, parse_gen_kwargs, read_answer
 from regress.run.passk import majority, pass_at_k, repeat_aggregate, sample_metrics
-from regress.stats.paired import paired_mean_test
+from regress.stats import paired_mean_test
 from regress.tasks import DataSource, get_tasks
 
 

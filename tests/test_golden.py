@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_compare import run
 
-from regress.checks.fixed import CheckOptions, check
+from regress.checks import CheckOptions, check
 from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import Run, TaskInfo
 from regress.core.records import Record, Status
@@ -19,7 +19,7 @@ from regress.gate.golden_rules import fragile_items
 from regress.gate.policy import Policy, UnitPolicy, parse_policy
 from regress.gate.results import Verdict
 from regress.report.markdown import render_markdown
-from regress.stats.margin import Side, margin_pvalue
+from regress.stats import Side, margin_pvalue
 from regress.tasks import DataSource
 from regress.tasks.catalog import load_catalog
 from regress.tasks.golden import golden_task, matches, read_golden

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from test_compare import runs
 
-from regress.checks.fixed import check
+from regress.checks import check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.store import Store, write_run

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from test_compare import run
 
-from regress.checks.fixed import CandidateModel, CheckOptions, check
+from regress.checks import CandidateModel, CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import TaskInfo
@@ -32,12 +32,8 @@ from regress.gate.compare import compare
 from regress.gate.policy import Metric, Policy, Requirement, parse_policy
 from regress.gate.results import UnitKind, Verdict
 from regress.run.judge import JudgeSpec, Outcome, judge_id, outcome_of
-from regress.stats.decision import Rule, regression
-from regress.stats.drops import PairedCounts
-from regress.stats.margin import Side
-from regress.stats.paired import Test as McNemar
-from regress.stats.paired import mcnemar_pvalue
-from regress.stats.power import accuracy_n
+from regress.stats import PairedCounts, Rule, Side, accuracy_n, mcnemar_pvalue, regression
+from regress.stats import Test as McNemar
 from regress.tasks import get_tasks
 from regress.tasks.base import DataSource, doc_hash
 from regress.tasks.judge_templates import BUILTIN, judge_template

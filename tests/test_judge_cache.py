@@ -12,7 +12,7 @@ from pathlib import Path
 
 from test_judge import _mixed, _policy, _runs, _spec, judge_server  # noqa: F401 (fixture)
 
-from regress.checks.fixed import CheckOptions, check
+from regress.checks import CheckOptions, check
 from regress.report.markdown import render_markdown
 
 

@@ -19,7 +19,7 @@ import pytest
 from scipy.special import log_softmax
 
 from regress.backends.models import file_sha256, resolve_model_path
-from regress.checks.fixed import CheckOptions, check
+from regress.checks import CheckOptions, check
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
 from regress.run.engine import TaskSpec

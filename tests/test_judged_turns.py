@@ -14,7 +14,7 @@ from test_compare import run
 from test_conversations import Scripted, evaluate_one, write
 from test_judge import _spec, judge_server  # noqa: F401 (importing registers the fixture)
 
-from regress.checks.fixed import CheckOptions, check
+from regress.checks import CheckOptions, check
 from regress.core.errors import BadInput
 from regress.gate.judge_audit import read_judgements
 from regress.gate.policy import Policy

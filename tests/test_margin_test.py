@@ -10,20 +10,26 @@ import pytest
 from conftest import REPO
 from scipy import stats as sps
 
-from regress.stats import operating
-from regress.stats.decision import PassRequires, Rule
-from regress.stats.margin import Side, drop_bound, margin_pvalue, rejection_edges
-from regress.stats.operating import (
+from regress.report.operating import render_size_grid, render_verdict_table
+from regress.stats import (
+    Correction,
+    PassRequires,
+    Rule,
+    Side,
+    adjust_pvalues,
+    drop_bound,
     family_false_alarms,
-    render_size_grid,
-    render_verdict_table,
+    family_levels,
+    margin_pvalue,
+    operating,
+    rejection_edges,
     size_grid,
+    tango_score,
     verdict_table,
 )
-from regress.stats.paired import Correction, adjust_pvalues, family_levels, tango_score
 
 CHECKED_NS = (100, 300)
-"""The sizes the suite recomputes (seconds); `python -m regress.stats.operating` does them all."""
+"""The sizes the suite recomputes (seconds); `python -m regress.report.operating` does them all."""
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +156,7 @@ def test_the_whole_gate_holds_one_alpha():
 
 def test_the_docs_show_the_operating_characteristics_the_code_computes(grid, table):
     page = (REPO / "docs" / "gate.md").read_text(encoding="utf-8")
-    regenerate = "regenerate with: python -m regress.stats.operating"
+    regenerate = "regenerate with: python -m regress.report.operating"
     for line in render_size_grid(grid).splitlines()[2:]:
         assert line in page, regenerate
     for line in render_verdict_table(table).splitlines()[2:]:

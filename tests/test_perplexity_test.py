@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from regress.stats.perplexity import CorpusTest, corpus_ratio_test
+from regress.stats import CorpusTest, corpus_ratio_test
 
 ALPHA = 0.05
 

@@ -6,9 +6,8 @@ from test_compare import runs
 from regress.core.errors import BadInput, ExitCode
 from regress.gate.compare import compare
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy, load_policy, parse_policy
-from regress.stats.decision import PassRequires, Rule
-from regress.stats.paired import Correction
-from regress.stats.paired import Test as McNemar
+from regress.stats import Correction, PassRequires, Rule
+from regress.stats import Test as McNemar
 
 FULL = """\
 alpha: 0.01

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from regress.checks.fixed import CheckOptions, check
+from regress.checks import CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
@@ -30,7 +30,7 @@ from regress.gate.results import Verdict
 from regress.proxy.build import ProxyOptions, build_proxy
 from regress.proxy.flip_rates import DEFAULT, load_calibration
 from regress.proxy.selftest import SelftestOptions, judge_counts, overall_verdicts, unit_groups
-from regress.stats.decision import Rule
+from regress.stats import Rule
 
 
 def _record(task: str, doc: int, margin: float, right: bool) -> Record:

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from test_proxy import _flipped, _parent, _run
 
-from regress.checks.fixed import CheckOptions, check
+from regress.checks import CheckOptions, check
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import Run

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from regress.checks.fixed import CheckOptions, check, with_texts
+from regress.checks import CheckOptions, check, with_texts
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record

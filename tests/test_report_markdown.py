@@ -23,7 +23,7 @@ from regress.gate.results import (
 from regress.report.github import sanitize_markdown
 from regress.report.json_report import render_json
 from regress.report.markdown import MARKER, QUESTION_CHARS, render_markdown
-from regress.stats.decision import PassRequires, Rule
+from regress.stats import PassRequires, Rule
 
 
 def unit(name, **fields):

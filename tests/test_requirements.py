@@ -16,7 +16,7 @@ from test_generation_gate import _record, _run
 from test_report_html import bench_file
 
 from regress.bench.summaries import bench_models
-from regress.checks.fixed import candidate_latency
+from regress.checks import candidate_latency
 from regress.core.errors import BadInput, ExitCode
 from regress.gate.compare import compare, judge, pair
 from regress.gate.policy import Metric, Policy, Requirement, parse_policy

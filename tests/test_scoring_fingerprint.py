@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from regress.checks.fixed import CandidateModel, CheckOptions, check, scoring_unchecked
+from regress.checks import CandidateModel, CheckOptions, check, scoring_unchecked
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint

@@ -12,14 +12,19 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from regress.checks.fixed import CandidateModel, CheckOptions, check
-from regress.checks.plan import (
+from regress.checks import (
     LIGHTEST_DISCORDANCE,
+    CandidateModel,
+    CheckOptions,
+    Throughput,
+    TimingOptions,
     UnitPlan,
+    check,
+    gate_time,
+    measure_throughput,
     no_early_stop,
     plan_baseline,
 )
-from regress.checks.timing import Throughput, TimingOptions, gate_time, measure_throughput
 from regress.cli import cli
 from regress.core.errors import BadInput
 from regress.core.store import Store, read_run, write_run
@@ -28,22 +33,20 @@ from regress.gate.results import UnitKind, Verdict
 from regress.proxy.build import ProxyOptions, build_proxy
 from regress.proxy.selftest import Profile, SelftestOptions, selftest_baseline
 from regress.report.markdown import render_markdown
+from regress.report.operating import render_sequential
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute
-from regress.stats.decision import Rule
-from regress.stats.operating import (
+from regress.stats import (
     SEQUENTIAL_CELLS,
     SEQUENTIAL_N,
-    SequentialPoint,
-    render_sequential,
-    sequential_oc,
-)
-from regress.stats.spending import (
+    Rule,
     SequentialDesign,
+    SequentialPoint,
     boundaries,
     expected_fraction,
     median_unbiased_drift,
     obf_spent,
+    sequential_oc,
     stopping,
 )
 from regress.sweep.quantize import quantize_file

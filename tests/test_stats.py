@@ -11,24 +11,31 @@ from scipy import optimize
 from scipy.stats import binomtest, norm, ttest_1samp
 from statsmodels.stats.contingency_tables import mcnemar
 
-from regress.stats import operating
-from regress.stats.decision import PassRequires, Rule, inconclusive, regression
-from regress.stats.operating import verdicts
-from regress.stats.paired import (
+from regress.stats import (
     Correction,
+    PassRequires,
+    Rule,
+    accuracy_mde,
+    accuracy_n,
+    accuracy_power,
     adjust_pvalues,
     choice_kl,
+    corpus_ratio_test,
+    inconclusive,
     kl_divergence_choices,
     mcnemar_pvalue,
+    operating,
     paired_diff_ci,
     paired_mean_test,
+    regression,
+    shift_mde,
+    shift_n,
     top1_agreement,
+    verdicts,
 )
 
 # Imported under another name: pytest would try to collect a class called Test*.
-from regress.stats.paired import Test as McNemar
-from regress.stats.perplexity import corpus_ratio_test
-from regress.stats.power import accuracy_mde, accuracy_n, accuracy_power, shift_mde, shift_n
+from regress.stats import Test as McNemar
 
 COUNTS = [(28, 19), (10, 2), (5, 5), (3, 9), (1, 0), (140, 101)]
 

@@ -13,9 +13,8 @@ import pytest
 
 from regress.core.errors import BadInput
 from regress.proxy.build import allocate
-from regress.stats.paired import Test as McNemar
-from regress.stats.paired import mcnemar_pvalue
-from regress.stats.stratified import moments, pvalues, stratified_test
+from regress.stats import Test as McNemar
+from regress.stats import mcnemar_pvalue, moments, pvalues, stratified_test
 
 POPULATION = np.array([480, 480, 480, 480, 480])
 FLIPS = np.array([0.32, 0.15, 0.08, 0.04, 0.02])

@@ -22,21 +22,20 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from regress.checks.fixed import (
+from regress.checks.plan import no_early_stop
+from regress.checks.steps import (
     CandidateModel,
+    CandidateRun,
     CheckOptions,
     CheckResult,
     RunProgress,
     cache_use,
     candidate_plan,
-    labelled,
+    finish,
     reference_rerun,
     refuse_changed_inputs,
-    repeatability,
     run_plan,
-    with_texts,
 )
-from regress.checks.plan import no_early_stop
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.records import Record
@@ -183,33 +182,29 @@ def check_sequential(
         stopped=stopped,
         adjusted_delta=_adjusted(decided, prepared, unit_of, design, level),
     )
-    candidate_run = cand_now
-    repeat = None
-    if options.repeat_check:
-        repeat = repeatability(candidate_run, plan, options.repeat_check, progress)
-    uses = [
+    uses = (
         CacheUse(
             "candidate",
             outcomes[0].cache_enabled,
             sum(o.cached for o in outcomes),
             sum(o.computed for o in outcomes),
             sum(o.cache_rejected for o in outcomes),
-        )
-    ] + ([cache_use("baseline rerun", reference)] if reference is not None else [])
-    result = replace(
-        last,
-        verdict=verdict,
-        exit_code=exit_code,
-        units=units,
-        candidate=labelled(last, candidate_run, options),
-        flips=with_texts(last.flips, prepared),
-        warnings=(*warnings, *(more or ()), *last.warnings),
-        hardware=hardware,
-        repeatability=repeat,
-        cache=tuple(uses),
-        sequential=summary,
+        ),
+    ) + ((cache_use("baseline rerun", reference),) if reference is not None else ())
+    ran = CandidateRun(
+        baseline,
+        cand_now,
+        plan,
+        prepared,
+        hardware,
+        uses,
+        (*warnings, *(more or ())),
+        reference.run if reference is not None else None,
     )
-    return CheckResult(result, candidate_run, reference.run if reference else None)
+    decided_result = replace(
+        last, verdict=verdict, exit_code=exit_code, units=units, sequential=summary
+    )
+    return finish(decided_result, ran, options, progress)
 
 
 def _chunk(

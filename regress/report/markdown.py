@@ -31,6 +31,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
+from regress.report.tables import markdown_table
 from regress.stats import PassRequires, Rule
 
 MARKER = "<!-- regress-report -->"
@@ -438,7 +439,7 @@ def _plain_table(units: Sequence[UnitResult]) -> str:
         for u in units
     ]
     header = ["unit", "examples", "baseline", "candidate", "change", "broke / fixed", "verdict"]
-    return _table(header, body, ["---", *["---:"] * 5, "---"])
+    return markdown_table(header, body, ["---", *["---:"] * 5, "---"])
 
 
 def _points(unit: UnitResult) -> str:
@@ -597,7 +598,7 @@ def _unit_table(units: Sequence[UnitResult], kind: UnitKind, evidence: bool = Tr
             ]
             for u in rows
         ]
-    return _table([*header, "verdict"], body, align)
+    return markdown_table([*header, "verdict"], body, align)
 
 
 def _proxy(units: Sequence[UnitResult]) -> str:
@@ -618,7 +619,7 @@ def _proxy(units: Sequence[UnitResult]) -> str:
         for u in rows
         if u.proxy is not None
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "sampled", "strata", "Δ pts of the full suite [95% CI]", "CI width vs all"],
         body,
         ["---", "---:", "---:", "---:", "---:"],
@@ -721,7 +722,7 @@ def _answer_shift(units: Sequence[UnitResult]) -> str:
         ]
         for u in rows
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "outcomes changed", "mean KL over choices", "top-1 agreement"],
         body,
         ["---", "---:", "---:", "---:"],
@@ -750,7 +751,7 @@ def _subjects(units: Sequence[UnitResult], limit: int) -> str:
         ]
         for unit, s in worst[:limit]
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "subject", "n", "baseline", "candidate", "Δ pts", "b / c"],
         body,
         ["---", "---", "---:", "---:", "---:", "---:", "---:"],
@@ -796,7 +797,7 @@ def _flip_table(flips: Sequence[Flip]) -> str:
     ]
     header = ["task", "doc", *(["question"] if questions else []), "baseline", "candidate"]
     align = ["---", "---:", *(["---"] if questions else []), "---", "---", "---", "---"]
-    return _table([*header, "expected", ""], body, align)
+    return markdown_table([*header, "expected", ""], body, align)
 
 
 def _answer(text: str | None, pred: Any) -> str:
@@ -821,7 +822,9 @@ def _golden(comparison: Comparison) -> str:
         for g in comparison.golden
     ]
     header = ["golden set", "n", "must-pass", "baseline", "candidate", "relative change"]
-    table = _table([*header, "must-pass regressed", ""], body, ["---", *["---:"] * 6, "---"])
+    table = markdown_table(
+        [*header, "must-pass regressed", ""], body, ["---", *["---:"] * 6, "---"]
+    )
     lines = [f"### Golden sets\n\n{table}"]
     items = [(i, True) for g in comparison.golden for i in g.regressed]
     items += [(i, False) for g in comparison.golden for i in g.still_failing]
@@ -841,7 +844,7 @@ def _golden(comparison: Comparison) -> str:
         ]
         header = ["golden set", "must-pass item", "expected", "baseline", "candidate"]
         lines.append(
-            _table(
+            markdown_table(
                 [*header, "baseline margin", ""],
                 rows,
                 ["---"] * 5 + ["---:", "---"],
@@ -882,7 +885,7 @@ def _calibration(comparison: Comparison) -> str:
         for c in comparison.calibration
     ]
     bins = comparison.calibration[0].bins
-    table = _table(
+    table = markdown_table(
         [
             "unit",
             "n",
@@ -920,7 +923,7 @@ def _generation_failures(comparison: Comparison, docs: _Docs) -> str:
         ]
         for f in comparison.failures
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "failure class", "n", "baseline", "candidate", "change", "p", ""],
         body,
         ["---", "---", "---:", "---:", "---:", "---:", "---:", "---"],
@@ -957,7 +960,7 @@ def _turns(comparison: Comparison, docs: _Docs) -> str:
         ]
         for t in comparison.turns
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "turn", "n", "baseline", "candidate", "change", "broke", "fixed"],
         body,
         ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"],
@@ -1000,7 +1003,7 @@ def _judged(comparison: Comparison, docs: _Docs) -> str:
                 f"`{j.judge}`",
             ]
         )
-    table = _table(
+    table = markdown_table(
         [
             "unit",
             "mode",
@@ -1062,7 +1065,7 @@ def _formats(comparison: Comparison, docs: _Docs) -> str:
         ]
         for f in comparison.formats
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "formats", "n", "baseline worst / median / best", "candidate", "spread",
          "change [95% CI]"],
         body,
@@ -1091,7 +1094,7 @@ def _failures(units: Sequence[UnitResult]) -> str:
         ]
         for u in rows
     ]
-    table = _table(
+    table = markdown_table(
         ["unit", "baseline", "candidate", "candidate error rate"],
         body,
         ["---", "---", "---", "---:"],
@@ -1120,7 +1123,7 @@ def _models(comparison: Comparison) -> str:
         ["created", *(s.created for s in sides)],
     ]
     header = ["", *(name for name, _ in named)]
-    table = _table(header, rows, ["---"] * len(header))
+    table = markdown_table(header, rows, ["---"] * len(header))
     parts = ("### Models\n\n" + table, _hardware(comparison), _cache(comparison))
     return "\n\n".join(p for p in parts if p)
 
@@ -1196,15 +1199,6 @@ def _reproduce(command: str) -> str:
     if not command:
         return ""
     return f"### Reproduce\n\n```sh\n{command}\n```"
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str]) -> str:
-    lines = [_row(header), _row(align), *(_row(r) for r in rows)]
-    return "\n".join(lines)
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
 
 
 def _more(hidden: int) -> str:
