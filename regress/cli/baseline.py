@@ -31,7 +31,16 @@ from regress.cli.common import (
 )
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
-from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.core.store import (
+    SaveOptions,
+    Store,
+    check_baseline_target,
+    check_replaceable,
+    read_run,
+    save_baseline,
+    validate_name,
+    write_run,
+)
 from regress.gate.baseline_power import small_units
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
@@ -52,6 +61,11 @@ store_option = click.option(
     default=Path("baselines"),
     show_default=True,
     help="Folder holding the baselines.",
+)
+force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Replace baseline NAME if it exists (without it, an existing one is refused).",
 )
 
 
@@ -79,6 +93,7 @@ def baseline() -> None:
 @task_options
 @data_options
 @store_option
+@force_option
 @run_options
 @handles_errors
 @generation_options
@@ -98,6 +113,7 @@ def create(
     data_dir: Path | None,
     hf_datasets: bool,
     store: Path,
+    force: bool,
     shard: str | None,
     save_run: Path | None,
     no_cache: bool,
@@ -122,8 +138,9 @@ def create(
     # Refuse a place the run could not be stored before spending minutes on it.
     if save_run:
         check_replaceable(save_run)
+    saving = SaveOptions(force=force)
     if not shard:
-        check_replaceable(Store(store).path(name))
+        check_baseline_target(Store(store), name, saving)
     plan = RunPlan(
         specs=tuple(specs),
         model=model,
@@ -143,7 +160,7 @@ def create(
         if shard:
             click.echo(f"stored shard {shard} of baseline {name!r} -> {save_run}")
             return
-    path = Store(store).save(outcome.run)
+    path = save_baseline(Store(store), outcome.run, saving)
     n = sum(t.n for t in outcome.run.manifest.tasks.values())
     click.echo(f"stored baseline {name!r}: {n} examples in {len(specs)} tasks -> {path}")
     for task, doc_id, margin in fragile_items(outcome.run):
@@ -276,20 +293,22 @@ def verify(name: str, store: Path) -> None:
     required=True,
     help="A candidate run saved by `regress check --save-run DIR`.",
 )
-@click.option("--name", required=True, help="Baseline to create or replace, e.g. main.")
+@click.option("--name", required=True, help="Baseline to create (or, with --force, replace).")
 @store_option
+@force_option
 @handles_errors
-def promote(run_dir: Path, name: str, store: Path) -> None:
+def promote(run_dir: Path, name: str, store: Path, force: bool) -> None:
     """Make a candidate's stored run the baseline NAME without rerunning it.
 
-    Use after a merge, so the next PRs are gated against what main now produces.
+    Use after a merge, so the next PRs are gated against what main now produces
+    (`--force`: main exists and is meant to be replaced).
     """
-    validate_name(name)
-    check_replaceable(Store(store).path(name))
+    saving = SaveOptions(force=force)
+    check_baseline_target(Store(store), name, saving)
     run = read_run(run_dir)
     check_fit_to_store(run)
     renamed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, name=name))
-    path = Store(store).save(renamed)
+    path = save_baseline(Store(store), renamed, saving)
     click.echo(f"promoted {run_dir} to baseline {name!r} -> {path}")
 
 
