@@ -122,9 +122,23 @@ class LazyGroup(click.Group):
             formatter.write_dl(sorted(rows))
 
 
+def lm_eval_spelling(token: str) -> str:
+    """lm-eval's underscore spellings (`--model_args`, `--num_fewshot`, `--output_path`,
+    `--log_samples`, `--gen_kwargs`, `--batch_size`, ...) read as regress's hyphenated
+    options, on every command and without a line of help.
+
+    click normalizes option names with it, and a choice on both sides of the comparison
+    (`--backend llama_cpp` still matches and stays `llama_cpp`)."""
+    return token.replace("_", "-")
+
+
 @click.group(
     cls=LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        "max_content_width": 100,
+        "token_normalize_func": lm_eval_spelling,
+    },
 )
 @click.version_option(__version__, prog_name="regress")
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")

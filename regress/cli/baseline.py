@@ -11,7 +11,10 @@ from rich.table import Table
 from regress.backends.models import file_sha256, resolve_model_path
 from regress.cli.common import (
     LIMIT,
+    LmEvalFlags,
+    TasksCommand,
     cache_folder,
+    check_task_names,
     chosen_suite,
     command_line,
     data_options,
@@ -19,6 +22,7 @@ from regress.cli.common import (
     formats_option,
     generation_options,
     handles_errors,
+    lm_eval_options,
     model_options,
     parse_args,
     parse_shard,
@@ -74,7 +78,7 @@ def baseline() -> None:
     """Manage the baseline store (baselines/<name>/, meant to be committed)."""
 
 
-@baseline.command()
+@baseline.command(cls=TasksCommand)
 @click.option("--name", required=True, help="Baseline name, e.g. main.")
 @model_options
 @click.option(
@@ -97,6 +101,7 @@ def baseline() -> None:
 @run_options
 @handles_errors
 @generation_options
+@lm_eval_options
 def create(
     name: str,
     model: str,
@@ -119,6 +124,7 @@ def create(
     no_cache: bool,
     cache_dir: Path | None,
     generation: GenerationSettings,
+    flags: LmEvalFlags,
 ) -> None:
     """Evaluate a suite on MODEL and store the records as baseline NAME.
 
@@ -134,7 +140,11 @@ def create(
         raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
     policy = load_policy(policy_path)  # validated before the model runs
     spec = chosen_suite(tasks, suite, num_fewshot, limit, golden, formats)
-    specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
+    backend = spec.backend or backend
+    args = flags.model_args(backend, {**spec.model_args, **parse_args(model_args)})
+    catalog = task_catalog(include_path, golden, spec)
+    check_task_names(spec, catalog)
+    specs = suite_specs(spec, catalog, flags.generation(generation))
     # Refuse a place the run could not be stored before spending minutes on it.
     if save_run:
         check_replaceable(save_run)
@@ -144,8 +154,8 @@ def create(
     plan = RunPlan(
         specs=tuple(specs),
         model=model,
-        backend=spec.backend or backend,
-        model_args={**spec.model_args, **parse_args(model_args)},
+        backend=backend,
+        model_args=args,
         source=data_source(data_dir, hf_datasets),
         name=name,
         suite_name=spec.name,
