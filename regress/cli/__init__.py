@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 
 import click
 
-from regress import __version__
+import regress
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": (
@@ -140,7 +141,14 @@ def lm_eval_spelling(token: str) -> str:
         "token_normalize_func": lm_eval_spelling,
     },
 )
-@click.version_option(__version__, prog_name="regress")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, asked: show_version(ctx, asked),
+    help="Show the version (and, in a git checkout, how far past its release) and exit.",
+)
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 def cli(debug: bool) -> None:
     """Tell, in CI and with statistical honesty, whether a model change made it worse.
@@ -153,6 +161,17 @@ def cli(debug: bool) -> None:
     """
     if debug:
         os.environ["REGRESS_DEBUG"] = "1"
+
+
+def show_version(ctx: click.Context, asked: bool) -> None:
+    """Print `regress, version V` and exit; V is worked out only now, as it may ask git."""
+    if not asked or ctx.resilient_parsing:
+        return
+    from regress.cli.version import checkout_version
+
+    version = checkout_version(regress.__version__, Path(regress.__file__).parent)
+    click.echo(f"regress, version {version}")
+    ctx.exit()
 
 
 def main() -> None:
