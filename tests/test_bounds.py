@@ -23,6 +23,8 @@ from click.testing import CliRunner
 
 from regress.backends import openai
 from regress.backends.openai import OpenAIBackend
+from regress.bench import serving
+from regress.bench.serving import ServingOptions, run_serving
 from regress.cli import cli
 from regress.core import safe_regex
 from regress.core.errors import BadInput
@@ -344,3 +346,40 @@ def test_a_reply_beyond_its_token_budget_is_a_failed_request() -> None:
         backend = OpenAIBackend("m", base_url=url)
         (result,) = backend.generate([GenerateRequest("Hi", max_tokens=64)])
     assert result == GenerateResult(" Paris", n_tokens=64, n_context_tokens=3, finish="length")
+
+
+class _Flood(BaseHTTPRequestHandler):
+    """A streaming server whose token events carry 1 MiB of text each, 9 of them."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        event = json.dumps({"choices": [{"text": "x" * (1 << 20), "finish_reason": None}]})
+        try:
+            for _ in range(9):
+                self.wfile.write(f"data: {event}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+        except OSError:
+            pass  # the client hung up, as it should
+
+
+def test_a_benchmarked_stream_is_read_up_to_its_bound() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flood)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        options = ServingOptions(url, "m", ("hi",), output_len=8, num_requests=2, timeout_s=20)
+        (level,) = run_serving(options)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert level.failed == 2 and level.latency.requests == ()
+    assert level.errors[0] == (
+        f"RuntimeError: the server streamed more than {serving.MAX_STREAM_BYTES:,} bytes"
+    )
