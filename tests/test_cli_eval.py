@@ -36,12 +36,25 @@ def eval_out(tmp_path_factory) -> Path:
         "--no-cache",
     )
     assert code == 0, text
+    (out / "output.txt").write_text(text)
     return out
 
 
 @pytest.mark.model
+def test_header_line_and_model_folder_as_lm_eval(eval_out):
+    """lm-eval's line above the table, and its `<output_path>/<model>/` layout."""
+    lines = (eval_out / "output.txt").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("llama_cpp ("))
+    assert header == (
+        "llama_cpp (pretrained=smollm2-135m), gen_kwargs: (None), limit: 20.0, "
+        "num_fewshot: None, batch_size: 1"
+    )
+    assert [p.name for p in (eval_out / "lm").iterdir()] == ["smollm2-135m"]
+
+
+@pytest.mark.model
 def test_results_file_has_lm_eval_shape(eval_out):
-    [path] = (eval_out / "lm").glob("results_*.json")
+    [path] = (eval_out / "lm" / "smollm2-135m").glob("results_*.json")
     doc = json.loads(path.read_text())
     task = doc["results"]["builtin_arithmetic"]
     assert 0.0 <= task["acc,none"] <= 1.0 and task["acc_stderr,none"] > 0
@@ -55,7 +68,7 @@ def test_results_file_has_lm_eval_shape(eval_out):
 
 @pytest.mark.model
 def test_samples_match_records(eval_out):
-    [samples] = (eval_out / "lm").glob("samples_builtin_arithmetic_*.jsonl")
+    [samples] = (eval_out / "lm" / "smollm2-135m").glob("samples_builtin_arithmetic_*.jsonl")
     lines = [json.loads(x) for x in samples.read_text().splitlines()]
     records = [
         json.loads(x)

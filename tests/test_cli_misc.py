@@ -82,6 +82,7 @@ def test_committed_baseline_passes_on_a_fresh_checkout(tmp_path):
         "main",
         "--store",
         str(store),
+        "--force",  # the committed main is there, and replaced on purpose
     )
     assert code == 0, text
     promoted = read_run(store / "main")

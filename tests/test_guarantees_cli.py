@@ -148,8 +148,9 @@ def test_promote_refuses_a_task_name_that_escapes(tmp_path: Path, store: Path) -
     del manifest["records_sha256"]
     (bad / "manifest.json").write_text(json.dumps(manifest))
     (bad / "records" / "builtin_dates.jsonl").rename(bad / "escaped.jsonl")
+    promote = ("baseline", "promote", "--run", str(bad), "--name", "main", "--force")
     for args in (
-        ("baseline", "promote", "--run", str(bad), "--name", "main", "--store", str(store)),
+        (*promote, "--store", str(store)),
         ("baseline", "verify", "run", "--store", str(tmp_path)),
         ("baseline", "list", "--store", str(tmp_path)),
     ):

@@ -19,7 +19,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 WORKFLOWS = ROOT / ".github" / "workflows"
-WORKFLOW_NAMES = ("ci.yml", "accuracy-gate.yml", "drift.yml", "comment.yml", "history.yml")
+WORKFLOW_NAMES = (
+    "ci.yml",
+    "accuracy-gate.yml",
+    "drift.yml",
+    "comment.yml",
+    "history.yml",
+    "release.yml",
+)
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
@@ -76,6 +83,7 @@ PINNED = {
     "actions/cache": ("5a3ec84eff668545956fd18022155c47e93e2684", "v4.2.3"),
     "actions/upload-artifact": ("ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
     "actions/download-artifact": ("d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
+    "pypa/gh-action-pypi-publish": ("81e9d935c883d0b210363ab89cf05f3894778450", "v1.8.14"),
 }
 
 
@@ -184,23 +192,40 @@ def test_drift_runs_weekly_and_uploads_its_report() -> None:
 
 
 def test_only_the_default_branch_writes_the_history() -> None:
-    """history.yml: pushes only, its one job guarded to the default branch, the only workflow
-    that may write contents, and the gate records its run before the branch is pushed."""
+    """history.yml: pushes only, its gate guarded to the default branch and read-only; the
+    write token only in the job that pushes, which runs after the gate and no code of the
+    repository's or of its packages'."""
     wf = workflow("history.yml")
     assert set(triggers(wf)) == {"push", "workflow_dispatch"}
-    assert wf["permissions"] == {"contents": "write"}
-    (job,) = wf["jobs"].values()
+    assert wf["permissions"] == {}
+    gate, publish = wf["jobs"]["gate"], wf["jobs"]["publish"]
     assert (
-        job["if"]
+        gate["if"]
         == "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
     )
-    assert "permissions" not in job and job["timeout-minutes"] and job["name"]
-    runs = [s["run"] for s in all_steps(wf) if "run" in s]
-    gate = next(i for i, r in enumerate(runs) if "--record-history" in r)
-    push = next(i for i, r in enumerate(runs) if "git push" in r)
-    assert gate < push and "regress-history" in runs[push]
-    others = [n for n in WORKFLOW_NAMES if n != "history.yml"]
-    assert all("write" not in str(workflow(n)["permissions"].get("contents", "")) for n in others)
+    assert gate["permissions"] == {"contents": "read"}
+    assert publish["needs"] == "gate" and publish["permissions"] == {"contents": "write"}
+    for job in (gate, publish):
+        assert job["timeout-minutes"] and job["name"]
+    assert any("--record-history" in s.get("run", "") for s in gate["steps"])
+    # The publishing job checks out nothing and installs nothing: it takes the artifact.
+    assert [s.get("uses", "").split("@")[0] for s in publish["steps"]] == [
+        "actions/download-artifact",
+        "",
+        "",
+    ]
+    publishing = " ".join(s.get("run", "") for s in publish["steps"])
+    assert 'push -q "$remote" HEAD:regress-history' in publishing
+    assert "pip" not in publishing and "regress " not in publishing.replace("regress-", "")
+    # Only these two jobs of all the workflows may write contents.
+    writers = [
+        (name, job_name)
+        for name in WORKFLOW_NAMES
+        for job_name, job in workflow(name)["jobs"].items()
+        # A job's own permissions replace the workflow's.
+        if job.get("permissions", workflow(name)["permissions"]).get("contents") == "write"
+    ]
+    assert sorted(writers) == [("history.yml", "publish"), ("release.yml", "release")]
 
 
 def test_ci_runs_the_repository_script() -> None:
@@ -663,3 +688,122 @@ def test_the_shipped_gate_protects_its_task_inputs() -> None:
     assert "data-dir: .trusted-gate/" in text
     protected = gate["with"]["protected-paths"].split()
     assert {"baselines/", "tasks/", "golden/", "data/"} <= set(protected)
+
+
+# --- history: no token on disk --------------------------------------------------------------
+
+
+def _run_script(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A workflow step's script as the runner runs it (bash -eo pipefail)."""
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _history_step(job: str, name: str) -> str:
+    (step,) = [s for s in workflow("history.yml")["jobs"][job]["steps"] if s.get("name") == name]
+    assert "TOKEN" in step["env"]
+    return str(step["run"])
+
+
+def _on_disk(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+
+
+def test_history_keeps_the_token_off_disk_and_the_branch_only_gains_lines(tmp_path: Path) -> None:
+    """The gate's fetch and the publish job's push, run for real against a local "server"
+    (a bare repository): neither leaves the token in .git, and each run adds one line."""
+    token = "ghs_secret-token-in-test"
+    (tmp_path / "home").mkdir()
+    server = tmp_path / "acme" / "m.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(server)], check=True)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "TOKEN": token,
+        "GITHUB_SERVER_URL": tmp_path.as_uri(),
+        "GITHUB_REPOSITORY": "acme/m",
+        "GITHUB_SHA": "0" * 40,
+    }
+    fetch = _history_step("gate", "Fetch the history branch")
+    push = _history_step("publish", "Push the history")
+
+    def published() -> list[str]:
+        done = subprocess.run(
+            ["git", "--git-dir", str(server), "show", "regress-history:history.jsonl"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return done.stdout.splitlines() if done.returncode == 0 else []
+
+    for i, handed in enumerate(['{"commit": "a"}\n', '{"commit": "b"}\n']):
+        gate_temp, publish_temp = tmp_path / f"gate{i}", tmp_path / f"publish{i}"
+        gate_temp.mkdir()
+        done = _run_script(fetch, env | {"RUNNER_TEMP": str(gate_temp)}, tmp_path)
+        assert done.returncode == 0, done.stderr
+        # What the gate found is what was published so far.
+        assert (gate_temp / "history" / "history.jsonl").read_text().splitlines() == published()
+        (publish_temp / "run").mkdir(parents=True)
+        (publish_temp / "run" / "new-history.jsonl").write_text(handed)
+        done = _run_script(push, env | {"RUNNER_TEMP": str(publish_temp)}, tmp_path)
+        assert done.returncode == 0, done.stderr
+        for folder in (gate_temp / "history" / ".git", publish_temp / "history" / ".git"):
+            assert token.encode() not in _on_disk(folder)
+            assert b"extraheader" not in _on_disk(folder)
+    assert published() == ['{"commit": "a"}', '{"commit": "b"}']
+    # The gate job ran untrusted code: anything but one JSON line is refused.
+    for handed in ('{"commit": "c"}\n{"commit": "d"}\n', "not json\n", ""):
+        temp = tmp_path / "refused"
+        (temp / "run").mkdir(parents=True, exist_ok=True)
+        (temp / "run" / "new-history.jsonl").write_text(handed)
+        done = _run_script(push, env | {"RUNNER_TEMP": str(temp)}, tmp_path)
+        assert done.returncode != 0 and "not one history line" in done.stdout, done
+    assert published() == ['{"commit": "a"}', '{"commit": "b"}']
+
+
+# --- the gate's paths filter ----------------------------------------------------------------
+
+
+def _github_glob(pattern: str) -> re.Pattern[str]:
+    """A paths: pattern as GitHub matches it: `**` any depth, `*` and `?` within a name."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"\Z")
+
+
+@pytest.mark.parametrize(
+    ("changed", "runs"),
+    [
+        (["docs/ci.md", "README.md", "CHANGELOG.md"], False),
+        (["tests/test_store.py", "experiments/judge.py"], False),
+        (["models/candidate.gguf"], True),
+        (["candidate-q8_0.gguf"], True),
+        (["docs/ci.md", "baselines/main/manifest.json"], True),
+        (["policy.yaml"], True),
+        (["suites/builtin.yaml"], True),
+        (["tasks/mine/task.yaml"], True),
+        (["pyproject.toml"], True),
+        ([".github/workflows/accuracy-gate.yml"], True),
+    ],
+)
+def test_the_gate_runs_only_for_changes_that_can_move_its_verdict(
+    changed: list[str], runs: bool
+) -> None:
+    paths = triggers(workflow("accuracy-gate.yml"))["pull_request"]["paths"]
+    patterns = [_github_glob(p) for p in paths]
+    assert any(p.match(f) for p in patterns for f in changed) == runs

@@ -1,9 +1,12 @@
-"""A wall-clock deadline for a whole synchronous HTTP exchange.
+"""Bounds on a whole synchronous HTTP exchange: one wall-clock deadline, and a reply size.
 
 httpx's timeouts bound each network operation, so a server that sends its headers or body a
 byte at a time never trips them (encode/httpx#1450). httpcore, below httpx, lets a client bring
 its own network backend; this one cuts every connect, read and write to the time left before
 the calling thread's deadline, so connecting, headers and body all count against one budget.
+
+httpx reads a whole body into memory, however large: `read_at_most` streams it and stops at a
+limit, so a server answering with gigabytes costs the limit, not the gigabytes.
 """
 
 from __future__ import annotations
@@ -109,3 +112,28 @@ def transport(limits: httpx.Limits) -> httpx.HTTPTransport:
         network_backend=_Backend(),
     )
     return base
+
+
+class ReplyTooLarge(httpx.HTTPError):
+    """A reply body longer than the caller's limit (an httpx error, so callers that already
+    handle those handle it)."""
+
+
+def read_at_most(response: httpx.Response, limit: int) -> httpx.Response:
+    """`response` (opened with `Client.stream`) with its body read, decoded; ReplyTooLarge as
+    soon as the decoded body passes `limit` bytes. The result is a new response holding the
+    decoded body, so reading it decodes nothing again."""
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(f"the reply is larger than {limit:,} bytes")
+        chunks.append(chunk)
+    decoded = ("content-encoding", "content-length", "transfer-encoding")
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in decoded]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=b"".join(chunks),
+        request=response.request,
+    )

@@ -45,6 +45,16 @@ _PROBE_TOLERANCE = 0.1
 (prefill vs decode), a misaligned echo is off by whole nats."""
 _BACKOFF_BASE_S = 0.5
 _BACKOFF_CAP_S = 30.0
+MAX_REPLY_BYTES = 8 * 2**20
+"""The largest reply read from the server: an echo of a 100,000-token prompt with its
+log-probs takes a few MB; 24 judge replies of 30 MB once took 2.8 GB. A larger reply is that
+request's error."""
+_VERSION_BYTES = 64 * 2**10
+"""A version reply is a few dozen bytes."""
+MAX_TOKEN_CHARS = 256
+"""The most characters one token decodes to. Vocabularies' longest tokens are runs of spaces
+or punctuation (81 characters in SmolLM2's); a reply longer than `max_tokens` of these came
+from a server that did not stop where it was told."""
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")
@@ -215,6 +225,8 @@ class OpenAIBackend:
             return FailedResult("refused", message.get("refusal") or "content filter")
         text = (message.get("content") if self.chat else choice.get("text")) or ""
         usage = answer.get("usage") or {}
+        if overrun := _past_budget(text, usage.get("completion_tokens"), request.max_tokens):
+            return FailedResult("error", f"server at {self.base_url} {overrun}")
         return GenerateResult(
             # Servers apply at most four stop strings: cut at every one.
             text=cut_at_stop(text, request.until)[0],
@@ -322,6 +334,8 @@ class OpenAIBackend:
                 response = self._request(method, url, body)
             except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
                 return FailedResult("timeout", f"no answer from {url} within {self._timeout} s")
+            except http_deadline.ReplyTooLarge as exc:
+                return FailedResult("error", f"{url}: {exc}")
             except httpx.TransportError as exc:
                 failure = FailedResult("error", f"cannot reach {url}: {_reason(exc)}")
                 continue
@@ -351,8 +365,11 @@ class OpenAIBackend:
         """One HTTP exchange that ends by `timeout` overall, connecting, headers and body
         together: httpx's own timeouts bound each read, so a server trickling a byte a second
         would otherwise never time out."""
-        with http_deadline.deadline(self._timeout):
-            return self._client.request(method, url, json=body)
+        with (
+            http_deadline.deadline(self._timeout),
+            self._client.stream(method, url, json=body) as response,
+        ):
+            return http_deadline.read_at_most(response, MAX_REPLY_BYTES)
 
     def _served_model(self) -> str:
         """The served model's id from GET /models (raises RunFailed if the server is down)."""
@@ -369,8 +386,11 @@ class OpenAIBackend:
         """vLLM reports its version at <root>/version; most other servers report none."""
         origin = self.base_url.removesuffix("/v1")
         try:
-            with http_deadline.deadline(min(self._timeout, 5.0)):
-                response = self._client.get(f"{origin}/version")
+            with (
+                http_deadline.deadline(min(self._timeout, 5.0)),
+                self._client.stream("GET", f"{origin}/version") as streamed,
+            ):
+                response = http_deadline.read_at_most(streamed, _VERSION_BYTES)
             return str(response.json()["version"]) if response.is_success else None
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return None
@@ -462,6 +482,20 @@ def _is_top(entry: _Entry) -> bool:
     if entry.logprob is None or not entry.top:
         return False
     return entry.logprob >= max(entry.top.values())
+
+
+def _past_budget(text: str, reported: Any, max_tokens: int) -> str | None:
+    """Why a reply overran its request's `max_tokens` (the count the server reported, or a
+    text longer than that many tokens can be), or None. vLLM and llama-server stop at
+    max_tokens, so a longer reply is an error of that request, not an answer to score."""
+    if isinstance(reported, int) and not isinstance(reported, bool) and reported > max_tokens:
+        return f"generated {reported:,} tokens for a request of max_tokens {max_tokens}"
+    if len(text) > max_tokens * MAX_TOKEN_CHARS:
+        return (
+            f"sent {len(text):,} characters for a request of max_tokens {max_tokens} (at most "
+            f"{MAX_TOKEN_CHARS} per token)"
+        )
+    return None
 
 
 def _finish(choice: dict[str, Any]) -> Finish:

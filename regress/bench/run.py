@@ -22,7 +22,7 @@ from regress.bench.prompts import BUILTIN_PROMPTS
 from regress.bench.resources import Resources, ResourceSampler
 from regress.bench.serving import ServingLevel, ServingOptions, run_serving
 from regress.bench.summary import RateStat
-from regress.core.errors import BadInput
+from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.core.manifest import ModelInfo
 
@@ -208,6 +208,13 @@ def bench_server(name: str, options: BenchOptions, progress: Progress) -> ModelB
     with sampler:
         progress(f"{name}: concurrency {', '.join(map(str, options.concurrency))}")
         levels = run_serving(serving)
+    for level in levels:
+        if not level.latency.requests:
+            # No figure to report: a table of 0.00 t/s and nan would read as a measurement.
+            raise RunFailed(
+                f"{name}: every request at concurrency {level.concurrency} failed "
+                f"({level.failed} of {level.failed}), first: {level.errors[0]}"
+            )
     fingerprint = RuntimeFingerprint(
         name="openai",
         version="server",

@@ -15,7 +15,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -74,6 +74,9 @@ class ServingLevel:
     streamed count was used instead (a server's own figures are not taken on trust)."""
 
 
+MAX_STREAM_BYTES = 8 * 2**20
+"""The most one request's stream may send: a token's event is a few hundred bytes, so
+thousands of tokens fit; a server sending more is refused rather than held in memory."""
 TOKENS_PER_CHUNK = 4
 """The most tokens a streamed chunk is believed to carry: servers send one per chunk, and a
 few merge a handful. A reported count beyond that (or below the chunks, less the closing one)
@@ -123,7 +126,7 @@ async def _one(
         if response.status_code != 200:
             body = (await response.aread()).decode(errors="replace")[:200]
             raise RuntimeError(f"HTTP {response.status_code}: {body}")
-        async for line in response.aiter_lines():
+        async for line in _lines(response):
             if not line.startswith("data:") or line.strip() == "data: [DONE]":
                 continue
             chunk = json.loads(line[5:])
@@ -143,6 +146,21 @@ async def _one(
     n_out, flagged = output_tokens(usage, len(ms))
     prompt_tokens = int(usage.get("prompt_tokens") or 0)
     return RequestTiming(index, prompt_tokens, n_out, ms[0], ms[-1], gaps), flagged
+
+
+async def _lines(response) -> AsyncIterator[str]:
+    """The streamed body's lines, failing the request (RuntimeError) once it passes
+    MAX_STREAM_BYTES: httpx's own line reader holds a line however long it grows."""
+    received, pending = 0, b""
+    async for block in response.aiter_bytes():
+        received += len(block)
+        if received > MAX_STREAM_BYTES:
+            raise RuntimeError(f"the server streamed more than {MAX_STREAM_BYTES:,} bytes")
+        *lines, pending = (pending + block).split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", errors="replace").rstrip("\r")
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
 
 
 async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 
 import click
 
-from regress import __version__
+import regress
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": (
@@ -122,11 +123,32 @@ class LazyGroup(click.Group):
             formatter.write_dl(sorted(rows))
 
 
+def lm_eval_spelling(token: str) -> str:
+    """lm-eval's underscore spellings (`--model_args`, `--num_fewshot`, `--output_path`,
+    `--log_samples`, `--gen_kwargs`, `--batch_size`, ...) read as regress's hyphenated
+    options, on every command and without a line of help.
+
+    click normalizes option names with it, and a choice on both sides of the comparison
+    (`--backend llama_cpp` still matches and stays `llama_cpp`)."""
+    return token.replace("_", "-")
+
+
 @click.group(
     cls=LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        "max_content_width": 100,
+        "token_normalize_func": lm_eval_spelling,
+    },
 )
-@click.version_option(__version__, prog_name="regress")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, asked: show_version(ctx, asked),
+    help="Show the version (and, in a git checkout, how far past its release) and exit.",
+)
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error.")
 def cli(debug: bool) -> None:
     """Tell, in CI and with statistical honesty, whether a model change made it worse.
@@ -139,6 +161,17 @@ def cli(debug: bool) -> None:
     """
     if debug:
         os.environ["REGRESS_DEBUG"] = "1"
+
+
+def show_version(ctx: click.Context, asked: bool) -> None:
+    """Print `regress, version V` and exit; V is worked out only now, as it may ask git."""
+    if not asked or ctx.resilient_parsing:
+        return
+    from regress.cli.version import checkout_version
+
+    version = checkout_version(regress.__version__, Path(regress.__file__).parent)
+    click.echo(f"regress, version {version}")
+    ctx.exit()
 
 
 def main() -> None:

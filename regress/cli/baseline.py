@@ -12,7 +12,10 @@ from regress.backends.models import file_sha256, resolve_model_path
 from regress.checks import small_units
 from regress.cli.common import (
     LIMIT,
+    LmEvalFlags,
+    TasksCommand,
     cache_folder,
+    check_task_names,
     chosen_suite,
     command_line,
     data_options,
@@ -20,6 +23,7 @@ from regress.cli.common import (
     formats_option,
     generation_options,
     handles_errors,
+    lm_eval_options,
     model_options,
     parse_args,
     parse_shard,
@@ -32,7 +36,16 @@ from regress.cli.common import (
 )
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
-from regress.core.store import Store, check_replaceable, read_run, validate_name, write_run
+from regress.core.store import (
+    SaveOptions,
+    Store,
+    check_baseline_target,
+    check_replaceable,
+    read_run,
+    save_baseline,
+    validate_name,
+    write_run,
+)
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
     check_fit_to_store,
@@ -53,6 +66,11 @@ store_option = click.option(
     show_default=True,
     help="Folder holding the baselines.",
 )
+force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Replace baseline NAME if it exists (without it, an existing one is refused).",
+)
 
 
 @click.group()
@@ -60,7 +78,7 @@ def baseline() -> None:
     """Manage the baseline store (baselines/<name>/, meant to be committed)."""
 
 
-@baseline.command()
+@baseline.command(cls=TasksCommand)
 @click.option("--name", required=True, help="Baseline name, e.g. main.")
 @model_options
 @click.option(
@@ -79,9 +97,11 @@ def baseline() -> None:
 @task_options
 @data_options
 @store_option
+@force_option
 @run_options
 @handles_errors
 @generation_options
+@lm_eval_options
 def create(
     name: str,
     model: str,
@@ -98,11 +118,13 @@ def create(
     data_dir: Path | None,
     hf_datasets: bool,
     store: Path,
+    force: bool,
     shard: str | None,
     save_run: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
     generation: GenerationSettings,
+    flags: LmEvalFlags,
 ) -> None:
     """Evaluate a suite on MODEL and store the records as baseline NAME.
 
@@ -118,17 +140,22 @@ def create(
         raise click.UsageError("--shard needs --save-run DIR (join shards with `regress merge`)")
     policy = load_policy(policy_path)  # validated before the model runs
     spec = chosen_suite(tasks, suite, num_fewshot, limit, golden, formats)
-    specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
+    backend = spec.backend or backend
+    args = flags.model_args(backend, {**spec.model_args, **parse_args(model_args)})
+    catalog = task_catalog(include_path, golden, spec)
+    check_task_names(spec, catalog)
+    specs = suite_specs(spec, catalog, flags.generation(generation))
     # Refuse a place the run could not be stored before spending minutes on it.
     if save_run:
         check_replaceable(save_run)
+    saving = SaveOptions(force=force)
     if not shard:
-        check_replaceable(Store(store).path(name))
+        check_baseline_target(Store(store), name, saving)
     plan = RunPlan(
         specs=tuple(specs),
         model=model,
-        backend=spec.backend or backend,
-        model_args={**spec.model_args, **parse_args(model_args)},
+        backend=backend,
+        model_args=args,
         source=data_source(data_dir, hf_datasets),
         name=name,
         suite_name=spec.name,
@@ -143,7 +170,7 @@ def create(
         if shard:
             click.echo(f"stored shard {shard} of baseline {name!r} -> {save_run}")
             return
-    path = Store(store).save(outcome.run)
+    path = save_baseline(Store(store), outcome.run, saving)
     n = sum(t.n for t in outcome.run.manifest.tasks.values())
     click.echo(f"stored baseline {name!r}: {n} examples in {len(specs)} tasks -> {path}")
     for task, doc_id, margin in fragile_items(outcome.run):
@@ -276,20 +303,22 @@ def verify(name: str, store: Path) -> None:
     required=True,
     help="A candidate run saved by `regress check --save-run DIR`.",
 )
-@click.option("--name", required=True, help="Baseline to create or replace, e.g. main.")
+@click.option("--name", required=True, help="Baseline to create (or, with --force, replace).")
 @store_option
+@force_option
 @handles_errors
-def promote(run_dir: Path, name: str, store: Path) -> None:
+def promote(run_dir: Path, name: str, store: Path, force: bool) -> None:
     """Make a candidate's stored run the baseline NAME without rerunning it.
 
-    Use after a merge, so the next PRs are gated against what main now produces.
+    Use after a merge, so the next PRs are gated against what main now produces
+    (`--force`: main exists and is meant to be replaced).
     """
-    validate_name(name)
-    check_replaceable(Store(store).path(name))
+    saving = SaveOptions(force=force)
+    check_baseline_target(Store(store), name, saving)
     run = read_run(run_dir)
     check_fit_to_store(run)
     renamed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, name=name))
-    path = Store(store).save(renamed)
+    path = save_baseline(Store(store), renamed, saving)
     click.echo(f"promoted {run_dir} to baseline {name!r} -> {path}")
 
 

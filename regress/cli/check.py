@@ -38,6 +38,7 @@ from regress.cli.common import (
     task_options,
     write_report,
 )
+from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.store import Store, check_replaceable, read_run, write_run
 from regress.gate.policy import load_policy
@@ -210,6 +211,13 @@ def check(
         check_replaceable(save_run)  # before the model runs, not after
     if record_history is not None:
         check_history_file(record_history)
+    if not Store(store).names() and not Store(store).path(baseline_name).exists():
+        # A new repository's first check: say how to make what it is compared against.
+        where = "" if store == Path("baselines") else f" --store {store}"
+        raise BadInput(
+            f"no baselines in {store} yet: make one first, e.g. regress baseline create "
+            f"--name {baseline_name} --model REFERENCE_MODEL --tasks builtin{where}"
+        )
     base = Store(store).load(baseline_name)
     policy = load_policy(policy_path)  # validated before the model runs
     if sequential and policy.sequential is None:

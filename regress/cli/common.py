@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
+import itertools
 import os
 import shlex
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,10 +39,17 @@ from regress.run.engine import Shard
 from regress.run.generation import REASONING_CAPS, GenerationSettings, parse_gen_kwargs
 from regress.run.runner import Outcome, RunPlan, execute
 from regress.run.suite import Suite, TaskEntry, inline_suite, load_suite, parse_limit
-from regress.tasks import resolve_source
+from regress.tasks import resolve_source, task_groups
 from regress.tasks.base import DataSource
-from regress.tasks.catalog import BUILTIN, TaskCatalog, load_catalog
+from regress.tasks.catalog import (
+    BUILTIN,
+    GOLDEN_SUFFIXES,
+    TASK_FILE_SUFFIXES,
+    TaskCatalog,
+    load_catalog,
+)
 from regress.tasks.formats import MAX_FORMATS
+from regress.tasks.variants import variant_of
 
 if TYPE_CHECKING:
     from regress.checks import TimingOptions
@@ -146,6 +155,171 @@ def renamed_option(command: str, old: str, new: str) -> Callable[[F], F]:
     # A name of its own: the new option may keep the old one's (sweep's --runs is bench_runs).
     name = "renamed_" + old.lstrip("-").replace("-", "_")
     return click.option(old, name, default=None, hidden=True, expose_value=False, callback=refuse)
+
+
+class TasksCommand(click.Command):
+    """A command taking --tasks: words left over after its value were meant as more tasks."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list it is given
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            # `-t a b`, as a shell or lm-eval's space-separated --tasks would have it.
+            where = [i for i, arg in enumerate(given) if arg in ("-t", "--tasks")]
+            if "unexpected extra argument" not in exc.message or not where:
+                raise
+            after = given[where[-1] + 1 :]
+            words = list(itertools.takewhile(lambda a: not a.startswith("-"), after))
+            if len(words) < 2:
+                raise
+            raise click.UsageError(
+                f"{exc.message}: tasks are comma-separated (-t {','.join(words)})", ctx
+            ) from None
+
+
+def check_task_names(suite: Suite, catalog: TaskCatalog) -> None:
+    """BadInput with the nearest known name for a task or group nobody defines (`arc_esay`:
+    did you mean arc_easy?); names without a near one are left to the catalog's own error."""
+    known = [*catalog.names(), *task_groups(), *catalog.groups]
+    for entry in suite.tasks:
+        name = variant_of(entry.task)[0]
+        if name in known or name.endswith(TASK_FILE_SUFFIXES + GOLDEN_SUFFIXES):
+            continue
+        near = difflib.get_close_matches(name, known, n=1)
+        if near:
+            raise BadInput(
+                f"unknown task {name!r}: did you mean {near[0]}? (`regress tasks` lists them all)"
+            )
+
+
+def _batch_size(value: str) -> int | str:
+    """lm-eval's --batch_size: `auto` or a positive integer."""
+    if value == "auto":
+        return value
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise BadInput(f"--batch-size: {value!r} is neither a positive integer nor auto")
+    return number
+
+
+@dataclasses.dataclass(frozen=True)
+class LmEvalFlags:
+    """lm-eval's --batch_size, --device and --seed, as far as they mean something here."""
+
+    batch_size: int | str | None = None
+    """hf: rows per forward pass (an int or `auto`); llama_cpp and openai: none to set."""
+    device: str | None = None
+    """Where the hf backend runs the model; the other backends run where they run."""
+    seed: int | None = None
+    """The sampling seed of generate_until tasks."""
+
+    def model_args(self, backend: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """`args` with the batch size and device set where `backend` has such settings;
+        BadInput for a device it cannot use, or a setting `args` gives otherwise."""
+        out = dict(args)
+        if backend != "hf":
+            if self.device not in (None, "cpu"):
+                where = (
+                    "the server decides where the model runs"
+                    if backend == "openai"
+                    else "the llama_cpp backend runs the model on the CPU (a CPU build)"
+                )
+                raise BadInput(f"--device {self.device}: {where}; leave --device out or give cpu")
+            # llama_cpp and openai score one request at a time: lm-eval's batch size has
+            # nothing to set there (llama.cpp's tokens per decode are n_batch, another thing).
+            return out
+        for key, value in (("batch_size", self.batch_size), ("device", self.device)):
+            if value is None:
+                continue
+            if out.get(key, value) != value:
+                raise BadInput(
+                    f"--{key.replace('_', '-')} {value} and --model-args {key}={out[key]} differ"
+                )
+            out[key] = value
+        return out
+
+    def generation(self, settings: GenerationSettings) -> GenerationSettings:
+        """`settings` with --seed as the sampling seed (as --gen-kwargs seed=N)."""
+        if self.seed is None:
+            return settings
+        given = settings.gen_kwargs.get("seed")
+        if given is not None and given != self.seed:
+            raise BadInput(f"--seed {self.seed} and --gen-kwargs seed={given} differ")
+        return dataclasses.replace(settings, gen_kwargs={**settings.gen_kwargs, "seed": self.seed})
+
+
+_NO_CHAT_TEMPLATE = (
+    "--apply-chat-template: regress scores lm-eval's plain prompts (lm-eval's own default), "
+    "so results pair with a baseline and with lm-eval's; a model's chat template is applied "
+    "to conversation sets only (--golden FILE with `turns`, docs/generation.md#conversations)"
+)
+
+
+def lm_eval_options(func: F) -> F:
+    """--batch-size, --device, --seed and --apply-chat-template, lm-eval's flags, given as one
+    `flags: LmEvalFlags` argument (--apply-chat-template is refused, with the reason). Put it
+    below @handles_errors."""
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        batch_size: str | None,
+        device: str | None,
+        seed: int | None,
+        apply_chat_template: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        if apply_chat_template is not None:
+            raise BadInput(_NO_CHAT_TEMPLATE)
+        flags = LmEvalFlags(
+            batch_size=None if batch_size is None else _batch_size(batch_size),
+            device=device,
+            seed=seed,
+        )
+        return func(*args, flags=flags, **kwargs)
+
+    options = (
+        click.option(
+            "--batch-size",
+            metavar="N|auto",
+            default=None,
+            help="lm-eval's --batch_size. hf backend: rows per forward pass (its batch_size "
+            "setting); results never depend on it. llama_cpp and openai score one request at "
+            "a time: accepted, changes nothing (llama.cpp's tokens per decode: --model-args "
+            "n_batch=).",
+        ),
+        click.option(
+            "--device",
+            default=None,
+            help="lm-eval's --device. hf backend: where torch runs the model (its device "
+            "setting: cpu, cuda, ...). llama_cpp runs on the CPU and an openai server where it "
+            "runs: cpu only.",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(0),
+            default=None,
+            help="The sampling seed of generate_until tasks (as --gen-kwargs seed=N). Few-shot "
+            "examples keep lm-eval's default seed 1234, so prompts pair with the baseline; "
+            "log-likelihood scoring has nothing random.",
+        ),
+        click.option(
+            "--apply-chat-template",
+            is_flag=False,
+            flag_value="",
+            default=None,
+            metavar="[TEMPLATE]",
+            help="Refused: regress scores lm-eval's plain prompts; chat templates apply to "
+            "conversation sets (--golden FILE with turns).",
+        ),
+    )
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
 
 
 def policy_option(help_text: str) -> Callable[[F], F]:

@@ -9,7 +9,10 @@ from rich.table import Table
 
 from regress.cli.common import (
     LIMIT,
+    LmEvalFlags,
+    TasksCommand,
     cache_folder,
+    check_task_names,
     chosen_suite,
     command_line,
     data_options,
@@ -17,6 +20,7 @@ from regress.cli.common import (
     formats_option,
     generation_options,
     handles_errors,
+    lm_eval_options,
     model_options,
     parse_args,
     parse_shard,
@@ -29,14 +33,14 @@ from regress.cli.common import (
 from regress.core.store import check_replaceable, write_run
 from regress.gate.format_spread import FormatSpread, format_spreads
 from regress.gate.integrity import check_fit_to_store
-from regress.report.lm_eval import group_metrics, write_lm_eval
+from regress.report.lm_eval import group_metrics, header_line, model_folder, write_lm_eval
 from regress.run.cost import Prices, TaskCost, load_prices, run_costs
 from regress.run.engine import TaskRun
 from regress.run.generation import GenerationSettings
 from regress.run.runner import RunPlan, suite_specs
 
 
-@click.command("eval")
+@click.command("eval", cls=TasksCommand)
 @model_options
 @click.option("--tasks", "-t", help="Comma-separated tasks or groups (mmlu, arc_easy, builtin).")
 @click.option("--suite", type=click.Path(path_type=Path), help="A suite YAML instead of --tasks.")
@@ -48,7 +52,12 @@ from regress.run.runner import RunPlan, suite_specs
     help="First N documents per task, or a fraction of them (0.1), as lm-eval's --limit.",
 )
 @formats_option
-@click.option("--output-path", "-o", type=click.Path(path_type=Path), help="Folder for results.")
+@click.option(
+    "--output-path",
+    "-o",
+    type=click.Path(path_type=Path),
+    help="Folder for results: they go to its subfolder named after the model, as lm-eval's.",
+)
 @click.option("--log-samples", is_flag=True, help="Also write samples_<task>_<date>.jsonl.")
 @click.option(
     "--prices",
@@ -61,6 +70,7 @@ from regress.run.runner import RunPlan, suite_specs
 @run_options
 @handles_errors
 @generation_options
+@lm_eval_options
 def eval_command(
     model: str,
     backend: str,
@@ -82,6 +92,7 @@ def eval_command(
     no_cache: bool,
     cache_dir: Path | None,
     generation: GenerationSettings,
+    flags: LmEvalFlags,
 ) -> None:
     """Evaluate MODEL on tasks, lm-evaluation-harness style.
 
@@ -92,8 +103,12 @@ def eval_command(
           --data-dir ../shared/data -o out/ --log-samples
     """
     spec = chosen_suite(tasks, suite, num_fewshot, limit, golden, formats)
-    args = {**spec.model_args, **parse_args(model_args)}
-    specs = suite_specs(spec, task_catalog(include_path, golden, spec), generation)
+    backend = spec.backend or backend
+    args = flags.model_args(backend, {**spec.model_args, **parse_args(model_args)})
+    generation = flags.generation(generation)
+    catalog = task_catalog(include_path, golden, spec)
+    check_task_names(spec, catalog)
+    specs = suite_specs(spec, catalog, generation)
     if save_run:
         check_replaceable(save_run)  # before the run, not after it
 
@@ -101,7 +116,7 @@ def eval_command(
     plan = RunPlan(
         specs=tuple(specs),
         model=model,
-        backend=spec.backend or backend,
+        backend=backend,
         model_args=args,
         source=source,
         name="eval",
@@ -112,6 +127,17 @@ def eval_command(
     )
     price_table = load_prices(prices) if prices else None
     outcome = run_with_progress(f"eval {model}", plan)
+    batch_size = args.get("batch_size", 1) if backend == "hf" else flags.batch_size or 1
+    click.echo(
+        header_line(
+            backend,
+            {"pretrained": model, **args},
+            generation.gen_kwargs,
+            limit,
+            num_fewshot,
+            batch_size,
+        )
+    )
     stdout().print(results_table(outcome.task_runs))
     spreads = format_spreads(
         {r.task.name: r.info for r in outcome.task_runs},
@@ -135,8 +161,9 @@ def eval_command(
             "model_args": outcome.run.manifest.backend.params,
             "model_sha256": outcome.run.manifest.model.sha256,
         }
+        folder = model_folder(output_path, model)
         for path in write_lm_eval(
-            outcome.task_runs, output_path, config, outcome.elapsed_s, log_samples
+            outcome.task_runs, folder, config, outcome.elapsed_s, log_samples
         ):
             click.echo(f"wrote {path}", err=True)
 

@@ -28,13 +28,29 @@ class ExitCode(IntEnum):
     """The run itself failed: the model would not load, too many failed examples."""
 
 
+MAX_MESSAGE = 1_000
+"""Characters of an error message kept. Messages quote the value they refuse; a 200 MB value
+was once printed whole as the "one line"."""
+
+
+def _cut(message: str) -> str:
+    """`message`, its middle cut when longer than MAX_MESSAGE: what is refused and the hint
+    that follows it stay readable."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    head, tail = MAX_MESSAGE * 7 // 10, MAX_MESSAGE // 5
+    cut = len(message) - head - tail
+    return f"{message[:head]} [... {cut:,} characters cut ...] {message[-tail:]}"
+
+
 class RegressError(Exception):
-    """An error a user can act on: printed as one line, exits with `exit_code`."""
+    """An error a user can act on: printed as one line (its middle cut past MAX_MESSAGE),
+    exits with `exit_code`."""
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, message: str, exit_code: ExitCode | None = None) -> None:
-        super().__init__(message)
+        super().__init__(_cut(message))
         if exit_code is not None:
             self.exit_code = exit_code
 

@@ -87,8 +87,13 @@ def extract(version: Version, into: Path, ref: str) -> Path:
         raise BadInput(
             f"{ref}: git archive: {exc.stderr.decode(errors='replace').strip()}"
         ) from exc
-    with tarfile.open(fileobj=io.BytesIO(packed)) as archive:
-        archive.extractall(into, filter="data")  # refuses links and paths out of `into`
+    try:
+        with tarfile.open(fileobj=io.BytesIO(packed)) as archive:
+            archive.extractall(into, filter="data")  # refuses links and paths out of `into`
+    except tarfile.TarError as exc:  # FilterError among them: a link out of the baseline
+        raise BadInput(
+            f"{ref}: {version.folder} at {version.commit[:12]} cannot be read back ({exc})"
+        ) from exc
     return into / version.folder
 
 

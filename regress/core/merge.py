@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from regress.core.errors import BadInput
 from regress.core.fingerprint import result_params
@@ -12,19 +13,40 @@ from regress.core.manifest import Manifest, Run
 from regress.core.records import Record
 
 
-def _identity(m: Manifest) -> tuple:
-    params = result_params(m.backend.params)  # shards may differ only in speed settings
+def _identity(m: Manifest) -> dict[str, Any]:
+    """What shards must share, by name: the model, the suite and the compute path (backend,
+    version, result settings, the CPU build's kernels, its build description and the
+    libraries that compute). Speed settings, the CPU's model and the thread count may differ:
+    they do not move floats."""
     tasks = {
         k: (t.group, t.num_fewshot, t.metric, t.output_type, t.limit) for k, t in m.tasks.items()
     }
-    return (
-        m.model.sha256,
-        m.backend.name,
-        m.backend.version,
-        sorted(params.items()),
-        m.suite_name,
-        sorted(tasks.items()),
+    return {
+        "model": m.model.sha256,
+        "backend": m.backend.name,
+        "version": m.backend.version,
+        "params": result_params(m.backend.params),
+        "kernels": m.backend.hardware.kernels,
+        "build": m.backend.build,
+        "libraries": m.backend.libraries,
+        "suite": m.suite_name,
+        "tasks": tasks,
+    }
+
+
+def _differences(first: Manifest, other: Manifest) -> str:
+    """The fields two shards disagree on, each with both values (cut to keep one line)."""
+    ours, theirs = _identity(first), _identity(other)
+    return "; ".join(
+        f"{key} {_short(ours[key])!r} vs {_short(theirs[key])!r}"
+        for key in ours
+        if ours[key] != theirs[key]
     )
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def merge_runs(runs: Sequence[Run], name: str = "merged", command: str = "") -> Run:
@@ -40,9 +62,12 @@ def merge_runs(runs: Sequence[Run], name: str = "merged", command: str = "") -> 
         raise BadInput(f"merge: duplicate shards {shards}")
     for run in runs[1:]:
         if _identity(run.manifest) != _identity(first):
+            # Shards computed on other kernels, builds or libraries would not merge into
+            # the records of one machine (docs/reproducibility.md), so they are refused too.
             raise BadInput(
-                f"merge: shard {run.manifest.shard} was run with another model, backend or "
-                f"suite than shard {first.shard}"
+                f"merge: shard {run.manifest.shard} was run with another model, suite or "
+                f"compute path than shard {first.shard}: "
+                f"{_differences(first, run.manifest)}"
             )
     records: dict[str, list[Record]] = {}
     for run in runs:

@@ -7,6 +7,11 @@ report, `json.dumps`). `loads` refuses anything nested deeper than `MAX_DEPTH` w
 `JsonTooDeep`, a `json.JSONDecodeError`, so every reader that already turns a JSON error into a
 one-line BadInput naming its file and line handles it too. Every reader of user files parses
 through here.
+
+Two more things json accepts or fails on in its own way are refused the same way: an integer
+longer than Python converts (a 5,001-digit `doc_id` raised a bare ValueError, exit 3), and an
+object that repeats a key (json keeps the last, so a labelling form saying both "A" and "B"
+was read as whichever came second).
 """
 
 from __future__ import annotations
@@ -27,19 +32,44 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 """A JSON string (skipped whole: brackets inside it do not nest) or a bracket."""
 
 
+MAX_DIGITS = 4300
+"""Digits of the longest integer read: Python converts no longer one (sys.int_info)."""
+
+
 class JsonTooDeep(json.JSONDecodeError):
     """Arrays and objects nested deeper than MAX_DEPTH (a JSONDecodeError: see the module)."""
 
 
+class _Refused(Exception):
+    """Raised inside the parser's hooks; `loads` turns it into a JSONDecodeError placed at
+    the `occurrence`-th place `token` appears in the text."""
+
+    def __init__(self, message: str, token: str, occurrence: int) -> None:
+        super().__init__(message)
+        self.message, self.token, self.occurrence = message, token, occurrence
+
+    def position(self, text: str) -> int:
+        """Where in `text` the error is (the hooks see values, not positions): near enough."""
+        found = -1
+        for _ in range(self.occurrence):
+            found = text.find(self.token, found + 1)
+        return max(found, 0)
+
+
 def loads(text: str, parse_constant: Callable[[str], Any] | None = None) -> Any:
-    """`json.loads(text)` refusing nesting deeper than MAX_DEPTH (JsonTooDeep).
+    """`json.loads(text)` refusing nesting deeper than MAX_DEPTH (JsonTooDeep), an integer
+    of more than MAX_DIGITS digits and an object that repeats a key (JSONDecodeError).
 
     Other errors are json's own: `json.JSONDecodeError`, or the ValueError `parse_constant`
     raises (records refuse a bare NaN that way)."""
     try:
-        value = json.loads(text, parse_constant=parse_constant)
+        value = json.loads(
+            text, parse_constant=parse_constant, parse_int=_integer, object_pairs_hook=_object
+        )
     except RecursionError:
         raise _too_deep(text) from None
+    except _Refused as exc:
+        raise json.JSONDecodeError(exc.message, text, exc.position(text)) from None
     if _depth(value) > MAX_DEPTH:
         raise _too_deep(text)
     return value
@@ -58,6 +88,22 @@ def load_file(path: Path) -> Any:
         raise BadInput(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+
+
+def _integer(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise _Refused(f"an integer of {len(digits):,} digits (at most {MAX_DIGITS:,})", digits, 1)
+    return int(digits)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            token = json.dumps(key, ensure_ascii=False)
+            raise _Refused(f"key {token:.40} repeated", token, 2)
+        seen.add(key)
+    return dict(pairs)
 
 
 def _depth(value: Any) -> int:

@@ -143,6 +143,58 @@ def check_replaceable(target: Path) -> None:
         )
 
 
+def existing_run(target: Path) -> str | None:
+    """What the run stored at `target` holds, in words (its model, examples and date), or
+    None when nothing is stored there."""
+    manifest_path = Path(target) / MANIFEST
+    if not manifest_path.is_file():
+        return None
+    try:
+        data = safe_json.loads(manifest_path.read_bytes().decode("utf-8"))
+        manifest = Manifest.from_dict(data, where=str(manifest_path))
+    except (BadInput, OSError, ValueError, KeyError, TypeError):
+        # Damaged or not ours to read: it is still there, and still worth keeping.
+        return "an unreadable manifest"
+    n = sum(info.n for info in manifest.tasks.values())
+    return f"model {manifest.model.ref}, {n} examples, created {manifest.created}"
+
+
+def refuse_existing(target: Path) -> None:
+    """BadInput naming what the baseline at `target` holds, when one is stored there."""
+    held = existing_run(target)
+    if held is not None:
+        raise BadInput(
+            f"baseline {Path(target).name!r} already exists ({held}); --force replaces it"
+        )
+
+
+@dataclass(frozen=True)
+class SaveOptions:
+    """How `save_baseline` treats a baseline already stored under the run's name."""
+
+    force: bool = False
+    """Replace it. Without it an existing baseline is refused, never silently replaced."""
+
+
+def check_baseline_target(store: Store, name: str, options: SaveOptions) -> Path:
+    """The folder baseline `name` would be written to; BadInput when it cannot be, or when a
+    baseline is there and `options.force` is not set. Called before a run starts, so a
+    refusal costs nothing; `save_baseline` checks again under the lock."""
+    target = store.path(name)
+    check_replaceable(target)
+    if not options.force:
+        refuse_existing(target)
+    return target
+
+
+def save_baseline(store: Store, run: Run, options: SaveOptions) -> Path:
+    """Store `run` as baseline `run.manifest.name`: refused when one exists, unless
+    `options.force`; return its folder."""
+    target = store.path(run.manifest.name)
+    write_run(run, target, keep_existing=not options.force)
+    return target
+
+
 def _make_parent(parent: Path) -> None:
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -166,12 +218,13 @@ def _write_tree(run: Run, folder: Path) -> None:
     _fsync_dir(folder)
 
 
-def write_run(run: Run, target: Path) -> None:
+def write_run(run: Run, target: Path, *, keep_existing: bool = False) -> None:
     """Write `run` to directory `target`, replacing what is there only once fully written.
 
-    `target` must be new, empty, or a regress run (anything else is refused, never deleted).
-    A writer that waits too long for another one saves its run in a temporary folder and
-    says where.
+    `target` must be new, empty, or a regress run (anything else is refused, never deleted);
+    with `keep_existing`, a run already there is refused too, checked under the writers'
+    lock so a second writer cannot slip in between the check and the swap. A writer that
+    waits too long for another one saves its run in a temporary folder and says where.
     """
     target = Path(os.path.abspath(target))
     check_replaceable(target)
@@ -180,6 +233,8 @@ def write_run(run: Run, target: Path) -> None:
         with _locked(target.parent, exclusive=True):
             _repair(target)
             check_replaceable(target)
+            if keep_existing:
+                refuse_existing(target)
             _remove_leftovers(target)
             _swap_in(run, target)
     except _LockTimeout as exc:

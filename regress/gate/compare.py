@@ -67,7 +67,7 @@ from regress.gate.results import (
     Verdict,
 )
 from regress.gate.turns import turn_changes
-from regress.run.judge import Judged
+from regress.run.judge import Judged, Outcome
 from regress.stats import (
     DropTest,
     NormalShift,
@@ -323,7 +323,8 @@ def _with_judge(unit: UnitResult, summary: JudgedSummary | None) -> UnitResult:
     if summary is None:
         return unit
     errors = summary.judge_errors
-    failures = {**unit.candidate_failures, **({"judge_error": errors} if errors else {})}
+    judge_failed = {str(Outcome.JUDGE_ERROR): errors} if errors else {}
+    failures = {**unit.candidate_failures, **judge_failed}
     failed = unit.error_rate * unit.n + errors
     return replace(
         unit,
@@ -1024,6 +1025,30 @@ def _judge_all(
     return tuple(judged), tuple(failures), tuple(golden), tuple(required)
 
 
+def _failed(unit: UnitResult, policy: Policy) -> str:
+    """Why a unit is an ERROR: its failed examples, the judge's failures named apart (a
+    judge that fails every reply says nothing of the candidate's answers)."""
+    limit = f"(max_error_rate {policy.max_error_rate:.1%})"
+    judge = unit.candidate_failures.get(str(Outcome.JUDGE_ERROR), 0)
+    if not judge:
+        return f"{unit.error_rate:.1%} of the candidate's examples failed {limit}"
+    total = unit.n + judge
+    own = sum(
+        count
+        for status, count in unit.candidate_failures.items()
+        if status not in (Outcome.JUDGE_ERROR, Status.TRUNCATED)
+    )
+    if not own:
+        return (
+            f"the judge failed on {judge / total:.1%} of the examples ({judge} of {total}) "
+            f"{limit}: the candidate's answers went unjudged"
+        )
+    return (
+        f"{unit.error_rate:.1%} of the examples failed {limit}: {own} of the candidate's, "
+        f"{judge} of the judge's"
+    )
+
+
 def _bounds(
     unit: UnitResult, test: DropTest | None, rule_level: float, pass_level: float
 ) -> DropBounds | None:
@@ -1041,10 +1066,7 @@ def _bounds(
 def _judge(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
     """The unit's verdict and the one line that says why."""
     if unit.error_rate > policy.max_error_rate:
-        return Verdict.ERROR, (
-            f"{unit.error_rate:.1%} of the candidate's examples failed "
-            f"(max_error_rate {policy.max_error_rate:.1%})"
-        )
+        return Verdict.ERROR, _failed(unit, policy)
     perplexity = unit.kind is UnitKind.PERPLEXITY
     if unit.n == 0 or unit.delta is None or unit.ci is None:
         what = "document scored" if perplexity else "paired example"

@@ -52,7 +52,7 @@ import yaml
 from regress.core import safe_yaml
 from regress.core.errors import BadInput
 from regress.run.judge import JudgeSpec, Read
-from regress.stats import Correction, PassRequires, Rule, SequentialDesign, Test
+from regress.stats import MAX_LOOKS, Correction, PassRequires, Rule, SequentialDesign, Test
 from regress.tasks.judge_templates import Mode
 
 
@@ -396,6 +396,8 @@ def _parse_design(reader: _Reader, spec: Any) -> SequentialDesign:
         looks = entry["looks"]
         if isinstance(looks, int) and not isinstance(looks, bool):
             count = reader.count(looks, "sequential.looks")
+            if count > MAX_LOOKS:  # checked before the looks are built: 10**12 would not fit
+                reader.fail("sequential.looks", looks, f"at most {MAX_LOOKS}")
             values["looks"] = tuple((k + 1) / count for k in range(count))
         elif isinstance(looks, list) and looks:
             values["looks"] = tuple(reader.number(t, "sequential.looks") for t in looks)

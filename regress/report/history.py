@@ -7,8 +7,11 @@ answers (backend, version, result-relevant settings, CPU kernels, suite hashes),
 accuracy with its interval and verdict, the gate's verdict and the tokens the candidate ran.
 
 The file is append-only: a line is written whole under an exclusive lock and fsynced; a
-writer killed mid-line leaves a tail without a newline, which the next append removes before
-it writes (nothing complete is ever lost). Reading refuses any malformed line, naming it.
+writer killed mid-line leaves a tail without a newline that is no JSON, which readers skip and
+the next append removes before it writes. A last line that is whole JSON but lacks its newline
+(an editor or a merge dropped it) is a line like any other: read, and ended before the next
+append, so nothing complete is ever lost. Reading refuses any malformed line, naming it,
+including a field of the wrong type.
 """
 
 from __future__ import annotations
@@ -160,7 +163,10 @@ def append_history(path: Path, entry: HistoryEntry) -> None:
                 if cut < 0 and size > TAIL:
                     # No line ends in the last TAIL bytes: not a killed append; keep it all.
                     raise BadInput(f"{path}: its end is no history line; repair it by hand")
-                os.ftruncate(fd, size - len(tail) + cut + 1)
+                if _is_json(tail[cut + 1 :]):
+                    line = b"\n" + line  # a whole last line without its newline: end it
+                else:
+                    os.ftruncate(fd, size - len(tail) + cut + 1)
         os.lseek(fd, 0, os.SEEK_END)
         os.write(fd, line)
         os.fsync(fd)
@@ -180,36 +186,108 @@ def read_history(path: Path) -> list[HistoryEntry]:
         raise BadInput(f"{path}: cannot read the history ({exc})") from exc
     entries = []
     for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if not line.endswith("\n"):
+        if not line.endswith("\n") and not _is_json(line.encode()):
             break  # a writer killed mid-line: the next append removes it
         if line.strip():
             entries.append(_entry(line, f"{path}:{number}"))
     return entries
 
 
+def _is_json(data: bytes) -> bool:
+    """Whether a line's bytes are one whole JSON value (a killed append's part never is)."""
+    try:
+        safe_json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
+
+
+_TEXT, _COUNT, _NUMBER, _PAIR = "a string", "a whole number", "a number", "a pair of numbers"
+_ENTRY_FIELDS = {
+    "commit": (_TEXT, True),
+    "date": (_TEXT, False),
+    "baseline": (_TEXT, False),
+    "baseline_id": (_TEXT, False),
+    "model_sha256": (_TEXT, False),
+    "candidate": (_TEXT, False),
+    "fingerprint": (_TEXT, False),
+    "runtime": (_TEXT, False),
+    "suite": (_TEXT, False),
+    "verdict": (_TEXT, False),
+    "exit_code": (_COUNT, False),
+    "tokens": (_COUNT, False),
+    "schema": (_COUNT, False),
+}
+"""Each field of a history line but `units`: what it holds, and whether it may be null."""
+_UNIT_FIELDS = {
+    "name": (_TEXT, False),
+    "since": (_TEXT, True),
+    "kind": (_TEXT, False),
+    "n": (_COUNT, False),
+    "baseline": (_NUMBER, True),
+    "candidate": (_NUMBER, True),
+    "candidate_ci": (_PAIR, True),
+    "delta": (_NUMBER, True),
+    "delta_ci": (_PAIR, True),
+    "verdict": (_TEXT, False),
+}
+"""Each field of a unit of a history line."""
+
+
 def _entry(line: str, where: str) -> HistoryEntry:
     try:
         data = safe_json.loads(line)
-        if data.get("schema") != SCHEMA:
-            raise BadInput(f"{where}: history schema {data.get('schema')!r}, expected {SCHEMA}")
-        units = tuple(
-            UnitPoint(
-                **{
-                    **u,
-                    "candidate_ci": _pair(u["candidate_ci"]),
-                    "delta_ci": _pair(u["delta_ci"]),
-                }
-            )
-            for u in data.pop("units")
-        )
-        return HistoryEntry(**data, units=units)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{where}: not JSON ({exc.msg})") from exc
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"{where}: malformed history line ({exc})") from exc
+    if not isinstance(data, dict):
+        raise BadInput(f"{where}: malformed history line (not a JSON object)")
+    if data.get("schema") != SCHEMA:
+        raise BadInput(f"{where}: history schema {data.get('schema')!r:.40}, expected {SCHEMA}")
+    units = data.pop("units", None)
+    if not isinstance(units, list) or not all(isinstance(u, dict) for u in units):
+        raise BadInput(f"{where}: malformed history line (units must be a list of objects)")
+    _typed(data, _ENTRY_FIELDS, where)
+    for i, unit in enumerate(units, 1):
+        _typed(unit, _UNIT_FIELDS, f"{where}: unit {i}")
+    points = tuple(
+        UnitPoint(
+            **{**u, "candidate_ci": _pair(u["candidate_ci"]), "delta_ci": _pair(u["delta_ci"])}
+        )
+        for u in units
+    )
+    return HistoryEntry(**data, units=points)
 
 
-def _pair(value: Any) -> tuple[float, float] | None:
+def _typed(data: dict[str, Any], fields: dict[str, tuple[str, bool]], where: str) -> None:
+    """BadInput naming the first field that is missing, unknown or of the wrong type: a
+    history line is read back into typed entries that the page computes with."""
+    unknown = sorted(data.keys() - fields.keys())
+    if unknown:
+        raise BadInput(f"{where}: malformed history line (unknown field {unknown[0]!r:.40})")
+    for key, (kind, nullable) in fields.items():
+        if key not in data:
+            raise BadInput(f"{where}: malformed history line (missing field {key!r})")
+        value = data[key]
+        if value is None and nullable:
+            continue
+        if not _is_kind(value, kind):
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise BadInput(f"{where}: {key} must be {kind}, got {shown}")
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _PAIR:
+        return (
+            isinstance(value, list) and len(value) == 2 and all(_is_kind(v, _NUMBER) for v in value)
+        )
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and (kind == _NUMBER or isinstance(value, int))
+
+
+def _pair(value: list[float] | None) -> tuple[float, float] | None:
     if value is None:
         return None
     low, high = value

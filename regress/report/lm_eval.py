@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -280,6 +280,33 @@ def sample_lines(run: TaskRun) -> list[str]:
     return [line for lines in by_filter.values() for line in lines]
 
 
+def model_folder(output_path: Path, model: str) -> Path:
+    """Where lm-eval 0.4 writes a model's files under --output_path: a folder named after the
+    model, its characters that a path cannot hold (`/`, `:`, ...) turned into `__`
+    (lm-eval's `sanitize_model_name`)."""
+    return Path(output_path) / re.sub(r"[\"<>:/|\\?*\[\]]+", "__", model)
+
+
+def header_line(
+    backend: str,
+    model_args: Mapping[str, Any],
+    gen_kwargs: Mapping[str, Any],
+    limit: int | float | None,
+    num_fewshot: int | None,
+    batch_size: int | str,
+) -> str:
+    """The line lm-eval prints above its results table: `hf (pretrained=...), gen_kwargs:
+    (None), limit: 10.0, num_fewshot: None, batch_size: 1`."""
+    args = ",".join(f"{k}={v}" for k, v in model_args.items())
+    kwargs = ",".join(f"{k}={v}" for k, v in gen_kwargs.items()) or None
+    # lm-eval reads --limit as a float, and prints it so.
+    shown_limit = None if limit is None else float(limit)
+    return (
+        f"{backend} ({args}), gen_kwargs: ({kwargs}), limit: {shown_limit}, "
+        f"num_fewshot: {num_fewshot}, batch_size: {batch_size}"
+    )
+
+
 def write_lm_eval(
     runs: Sequence[TaskRun],
     out_dir: Path,
@@ -315,7 +342,9 @@ def write_lm_eval(
 
 __all__ = [
     "group_metrics",
+    "header_line",
     "lm_eval_metric",
+    "model_folder",
     "results_json",
     "sample_lines",
     "task_filters",

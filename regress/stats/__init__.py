@@ -108,6 +108,7 @@ from regress.stats.power import (
     shift_n,
 )
 from regress.stats.spending import (
+    MAX_LOOKS,
     SPENDING,
     Grid,
     SequentialDesign,
@@ -149,6 +150,7 @@ __all__ = [
     "Grid",
     "MAX_CUMULATIVE_DROP",
     "MAX_DROP",
+    "MAX_LOOKS",
     "MeanTest",
     "Moments",
     "NormalShift",

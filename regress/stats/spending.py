@@ -36,6 +36,9 @@ GRID = 18
 """gsDesign's default grid size (r): its published boundaries are reproduced to 1e-4."""
 SPENDING = ("obf",)
 """The spending functions a design may name: Lan-DeMets O'Brien-Fleming."""
+MAX_LOOKS = 20
+"""The most looks a design may have. Group-sequential designs use a handful; each look costs
+a grid recursion at every alpha a repeated p-value tries, so 100,000 looks never finished."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class SequentialDesign:
             raise ValueError("sequential looks must increase")
         if looks[0] <= 0 or not math.isclose(looks[-1], 1.0):
             raise ValueError("sequential looks must lie in (0, 1] and end at 1")
+        if len(looks) > MAX_LOOKS:
+            raise ValueError(f"at most {MAX_LOOKS} sequential looks, not {len(looks):,}")
         if self.spending not in SPENDING:
             raise ValueError(f"unknown spending {self.spending!r}: choose {', '.join(SPENDING)}")
 
@@ -71,14 +76,22 @@ class SequentialDesign:
         """The smallest total alpha at which `pvalue` rejects at look `look` (at most 1)."""
         if pvalue <= 0.0:
             return 0.0
-        if self.nominal_level(1.0 - 1e-12, look) <= pvalue:
+        top = 1.0 - 1e-12
+        if self.nominal_level(top, look) <= pvalue:
             return 1.0
-        # The nominal level grows with alpha, so the alpha that reaches `pvalue` is unique.
-        return float(
-            optimize.brentq(
-                lambda a: self.nominal_level(a, look) - pvalue, 1e-15, 1.0 - 1e-12, xtol=1e-10
-            )
+        # A look's nominal level never exceeds the alpha it spends, so the answer is at least
+        # `pvalue`: searching from there brackets it however small the p-value (a 50-point
+        # drop gives 1e-300, far below any fixed lower end). The nominal level grows with
+        # alpha, so the root is unique; on log(alpha), so a tiny one is found as precisely.
+        if self.nominal_level(pvalue, look) >= pvalue:
+            return pvalue
+        root = optimize.brentq(
+            lambda log_a: self.nominal_level(math.exp(log_a), look) - pvalue,
+            math.log(pvalue),
+            math.log(top),
+            xtol=1e-10,
         )
+        return min(1.0, max(pvalue, math.exp(root)))
 
 
 def cut(n: int, fraction: float) -> int:
@@ -192,4 +205,9 @@ def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: 
             before = (info, _region(theta, info, -c[k], c[k], before))
         return total - 0.5
 
-    return float(optimize.brentq(beyond, -60.0, 60.0, xtol=1e-8))
+    # The drift whose statistic sits at z is z / sqrt(t), so the root lies within a few SDs
+    # of it: a fixed bracket missed it for a 50-point drop (z of 35 and more at a first look).
+    centre = z / math.sqrt(design.looks[look])
+    return float(
+        optimize.brentq(beyond, min(-60.0, centre - 60.0), max(60.0, centre + 60.0), xtol=1e-8)
+    )

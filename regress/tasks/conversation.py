@@ -8,10 +8,11 @@
             "match": "contains"}}]}
 ```
 
-An item has an `id`, optional `system`, `tags`, `must_pass` and `history`, and two or more
-`turns`. A set with must-pass conversations is also a golden set for the gate: a must-pass
-conversation the baseline passed may not fail, and the pass rate may not drop by more than
-the policy's relative limit (docs/tasks.md#golden-sets). A turn has a `user` message and optionally:
+An item has an `id`, optional `system`, `tags`, `must_pass` and `history`, and two to fifty
+`turns` (MAX_TURNS). A set with must-pass conversations is also a golden set for the gate: a
+must-pass conversation the baseline passed may not fail, and the pass rate may not drop by more
+than the policy's relative limit (docs/tasks.md#golden-sets). A turn has a `user` message and
+optionally:
 
 - `check`: how the reply is judged, with any of `expected` (with `match` and `ignore_case`,
   exactly as a golden set's), `validators` (a list of validator specs: json_schema, regex,
@@ -65,8 +66,9 @@ from regress.tasks.golden import (
     matches,
     must_pass_rate,
     read_set,
+    set_rows,
 )
-from regress.tasks.loaders import Doc, read_jsonl
+from regress.tasks.loaders import Doc
 from regress.tasks.metrics import mean_with_stderr
 from regress.tasks.open_answers import JUDGED
 from regress.tasks.scoring.hidden_tests import parse_test
@@ -80,6 +82,11 @@ from regress.tasks.scoring.sandbox import (
 from regress.tasks.scoring.validators import parse_validator
 
 HISTORIES = ("own", "reference")
+MAX_TURNS = 50
+"""Turns one conversation may have. Each turn's prompt holds every earlier message, so the
+requests of n turns hold about n^2 messages: 10^5 one-word turns (a 2.2 MB file) once asked
+for 21 GiB. Fifty is more than any chat benchmark uses and keeps a whole set's prompts
+within a few hundred MB (with golden.MAX_SET_BYTES)."""
 METRICS = ("conv_pass", "turn_pass", "turns_before_failure")
 BOOTSTRAP_SEED = 0
 """Fixes the resamples of the per-turn interval, so a rerun reports the same interval."""
@@ -100,7 +107,7 @@ def read_conversations(path: Path) -> list[Doc]:
 
 def is_conversation_file(path: Path) -> bool:
     """Whether a JSONL file holds conversations (its first item has `turns`)."""
-    rows = read_jsonl(path) if path.is_file() else []
+    rows = set_rows(path, "golden set") if path.is_file() else []
     return bool(rows) and "turns" in rows[0]
 
 
@@ -131,6 +138,10 @@ def _item(row: Any, where: str) -> Doc:
     turns = row.get("turns")
     if not isinstance(turns, list) or len(turns) < 2:
         raise BadInput(f"{where}: `turns` must be a list of two or more turns")
+    if len(turns) > MAX_TURNS:
+        raise BadInput(
+            f"{where}: {len(turns):,} turns, more than the {MAX_TURNS} a conversation may have"
+        )
     parsed = [_turn(t, f"{where}: turn {i + 1}") for i, t in enumerate(turns)]
     for i, turn in enumerate(parsed):
         last = i == len(parsed) - 1
@@ -346,14 +357,19 @@ class ConversationTask:
         (own history) or the reference replies. The run fills in the model's replies turn by
         turn (`turn_request`)."""
         return [
-            Example(
-                doc_id,
-                item,
-                tuple(self._request(item, t, messages(item, t)) for t in range(len(item["turns"]))),
-                item["id"],
-            )
+            Example(doc_id, item, self._requests(item), item["id"])
             for doc_id, item in enumerate(self.items[:limit])
         ]
+
+    def _requests(self, item: Doc) -> tuple[GenerateRequest, ...]:
+        """A request per turn. Turn t's messages are the first ones of the last turn's, so
+        every turn shares the same message objects: n turns hold n^2 references, not n^2
+        messages."""
+        last = len(item["turns"]) - 1
+        chat = messages(item, last)
+        return tuple(
+            self._request(item, t, chat[: len(chat) - 2 * (last - t)]) for t in range(last + 1)
+        )
 
     def turn_request(self, example: Example, turn: int, replies: Sequence[str]) -> GenerateRequest:
         """Turn `turn`'s request after the model replied `replies` to the earlier turns."""

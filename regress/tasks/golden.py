@@ -55,6 +55,9 @@ _COMMON = {"id", "input", "tags", "must_pass"}
 _CHOICE_KEYS = _COMMON | {"choices", "answer"}
 _GENERATE_KEYS = _COMMON | {"expected", "match", "ignore_case", "max_tokens", "until"}
 METRICS = ("pass", "must_pass")
+MAX_SET_BYTES = 8 * 2**20
+"""A golden or conversation set's largest file: thousands of hand-written items fit, and
+parsed it stays well under a gigabyte however its items are shaped."""
 
 
 def read_golden(path: Path) -> list[Doc]:
@@ -68,7 +71,7 @@ def read_set(path: Path, parse: Callable[[Any, str], Doc], what: str) -> list[Do
         raise BadInput(f"{what} {path} does not exist")
     items: list[Doc] = []
     seen: dict[str, int] = {}
-    for number, row in enumerate(read_jsonl(path), start=1):
+    for number, row in enumerate(set_rows(path, what), start=1):
         where = f"{path}: item {number}"
         item = parse(row, where)
         if item["id"] in seen:
@@ -78,6 +81,18 @@ def read_set(path: Path, parse: Callable[[Any, str], Doc], what: str) -> list[Do
     if not items:
         raise BadInput(f"{what} {path} has no items")
     return items
+
+
+def set_rows(path: Path, what: str) -> list[Doc]:
+    """The JSON objects of a golden or conversation set, refused above MAX_SET_BYTES: a set
+    is parsed whole, into Python objects some 40 times its size."""
+    size = path.stat().st_size
+    if size > MAX_SET_BYTES:
+        raise BadInput(
+            f"{what} {path} is {size:,} bytes, more than the {MAX_SET_BYTES:,} a set may be "
+            "(split it into several sets)"
+        )
+    return read_jsonl(path)
 
 
 def item_flags(row: dict[str, Any], where: str) -> Doc:

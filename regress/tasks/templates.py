@@ -24,6 +24,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from regress.core import safe_regex
 from regress.core.errors import BadInput
+from regress.tasks.template_sizes import (
+    MAX_SIZE,
+    before_call,
+    bounded_filter,
+    measured,
+    printf_checked,
+)
 
 
 def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
@@ -31,15 +38,12 @@ def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     return safe_regex.sub(pattern, repl, string, count=count)
 
 
-MAX_SIZE = 1_000_000
-"""The largest string, list or integer (in digits) `*` and `**` may build in a template: a
-prompt is a few kilobytes; `"x" * 10**10` would exhaust memory and `9**999999999` the CPU."""
-
-
 class _Sandbox(ImmutableSandboxedEnvironment):
-    """Jinja's immutable sandbox, with `*` and `**` bounded as it bounds `range`."""
+    """Jinja's immutable sandbox, with `*`, `**`, `%` and every call bounded as it bounds
+    `range` (`"x" * 10**10` would exhaust memory, `9**999999999` the CPU): no value a template
+    builds is larger than MAX_SIZE (regress.tasks.template_sizes)."""
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "%"})
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         """`left operator right`, refusing a result above MAX_SIZE (OverflowError)."""
@@ -51,7 +55,16 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         repeats = isinstance(sized, str | list | tuple) and isinstance(count, int)
         if operator == "*" and repeats and len(sized) * count > MAX_SIZE:
             raise OverflowError(f"* would build {len(sized) * count} items")
+        if operator == "%":
+            printf_checked(left, right)
         return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        """A call from the template (a method, a global), refused when what it would build or
+        built is larger than MAX_SIZE (OverflowError). The names follow Jinja's own, which
+        keep a keyword argument called `self` or `context` free for the callee."""
+        args = before_call(__obj, args, kwargs)
+        return measured(super().call(__context, __obj, *args, **kwargs))
 
 
 MAX_STEPS = 200_000
@@ -100,6 +113,7 @@ def _within_budget(template: jinja2.Template, doc: dict[str, Any]) -> str:
 
 _ENV = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _ENV.filters["regex_replace"] = _regex_replace
+_ENV.filters.update({name: bounded_filter(name, f) for name, f in _ENV.filters.items()})
 
 
 @functools.lru_cache(maxsize=512)
