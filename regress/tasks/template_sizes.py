@@ -4,10 +4,11 @@ calls, measured before it runs and after.
 A template without loops runs each of its lines once, yet one call can ask for gigabytes:
 `'x' | center(1000000000)` and `"%0999999999d" | format(1)` each ran for over a minute and took
 4 GB, and so would `s.replace("", big)`, `big.join(range(100000))`, `[1] | batch(10**9, 0)` or
-`tojson(indent=10**9)`. Before such a call runs, `estimate` bounds the size of what it would
-build from its arguments (a width, a count, a separator times the items it separates); after
-any call, `measured` checks the size of what it built. Either above MAX_SIZE raises
-OverflowError, which the renderer reports as bad input naming the template.
+`tojson(indent=10**9)`. Before such a call runs, the size of what it would build is bounded
+from its arguments (a width, a count, a separator times the items it separates: every filter
+through `bounded_filter`, every method and global through `before_call`); after any call,
+`measured` checks the size of what it built. Either above MAX_SIZE raises OverflowError, which
+the renderer reports as bad input naming the template.
 """
 
 from __future__ import annotations
