@@ -72,3 +72,24 @@ def test_code_cites_docs_pages_not_readme_sections() -> None:
         if re.search(r"README[,:] ?[\"'A-Za-z]", line)
     ]
     assert not cited, cited
+
+
+def test_the_architecture_page_names_every_module_in_its_wing() -> None:
+    """docs/architecture.md's layout table has a row per wing naming each of its modules
+    (a command's module is named by the command itself)."""
+    from regress.cli import COMMANDS
+
+    page = (REPO / "docs" / "architecture.md").read_text()
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| `regress/(\w+)/` \|(.*)$", page, re.M)}
+    wings = sorted(p.name for p in (REPO / "regress").iterdir() if (p / "__init__.py").exists())
+    assert sorted(rows) == wings
+    commands = {target.split(":")[0].rsplit(".", 1)[1] for target, _ in COMMANDS.values()}
+    unnamed = [
+        f"{wing}/{path.name}"
+        for wing in wings
+        for path in sorted((REPO / "regress" / wing).rglob("*.py"))
+        if path.name != "__init__.py"
+        and f"`{path.name}`" not in rows[wing]
+        and not (wing == "cli" and path.stem in commands)
+    ]
+    assert unnamed == []
