@@ -292,9 +292,9 @@ class OpenAIBackend:
         one: Callable[[Req], Res],
         requests: Sequence[Req],
         progress: Progress | None,
-    ) -> list[Res]:
+    ) -> list[Res | FailedResult]:
         """Run `one` over the requests on `concurrency` threads; results in request order."""
-        results: list[Res | None] = [None] * len(requests)
+        results: list[Res | FailedResult | None] = [None] * len(requests)
         with ThreadPoolExecutor(self._concurrency) as pool:
             futures = {
                 pool.submit(_guarded, one, request, self.base_url): i

@@ -144,7 +144,8 @@ async def _one(
     ms = [1000.0 * (t - start) for t in stamps]
     gaps = tuple(b - a for a, b in zip(ms, ms[1:], strict=False))
     n_out, flagged = output_tokens(usage, len(ms))
-    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    reported = usage.get("prompt_tokens") or 0
+    prompt_tokens = int(reported) if isinstance(reported, int | float | str) else 0
     return RequestTiming(index, prompt_tokens, n_out, ms[0], ms[-1], gaps), flagged
 
 
