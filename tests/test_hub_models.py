@@ -81,3 +81,19 @@ def test_a_hub_model_runs_offline_and_is_recorded_pinned(
     assert missing.stderr.count("\n") == 1 and "cannot fetch it from the Hugging Face Hub" in (
         missing.stderr
     )
+
+
+def test_a_pinned_file_is_checked_by_its_sha256(tmp_path: Path) -> None:
+    """The one check `baseline verify` and the baseline rerun share."""
+    import hashlib
+
+    from regress.backends.models import pinned_file_problem
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF weights")
+    pinned = hashlib.sha256(b"GGUF weights").hexdigest()
+    assert pinned_file_problem(model, pinned) == ""
+    assert pinned_file_problem(model, "") == ""  # nothing pinned: nothing to hold it to
+    assert pinned_file_problem(tmp_path / "absent.gguf", pinned) == ""
+    model.write_bytes(b"other weights")
+    assert pinned_file_problem(model, pinned) == f"sha256 differs from the pinned {pinned[:12]}"

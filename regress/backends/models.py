@@ -179,6 +179,14 @@ def file_sha256(path: Path) -> str:
     return _sha256_cached(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
 
+def pinned_file_problem(path: Path, sha256: str) -> str:
+    """Why `path` is not the file a baseline pinned by `sha256` ('' when it is, when nothing
+    was pinned, or when no file is there to compare)."""
+    if path.is_file() and sha256 and file_sha256(path) != sha256:
+        return f"sha256 differs from the pinned {sha256[:12]}"
+    return ""
+
+
 def cache_root() -> Path:
     """Where regress keeps what it can recompute: results and dequantised models.
     $REGRESS_CACHE_DIR (set by --cache-dir), else ~/.cache/regress."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from regress.backends import BACKENDS
-from regress.backends.models import file_sha256, resolve_model_path
+from regress.backends.models import pinned_file_problem, resolve_model_path
 from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
@@ -371,9 +371,8 @@ def _pinned_model_problem(baseline: Run, where: str | None) -> str:
         path = resolve_model_path(ref)
     except BadInput as exc:
         return f"its model is not available ({exc}; --reference-model names where it is)"
-    if path.is_file() and pinned.sha256 and file_sha256(path) != pinned.sha256:
-        return f"{path} is not the pinned file (sha256 differs from {pinned.sha256[:12]})"
-    return ""
+    problem = pinned_file_problem(path, pinned.sha256)
+    return f"{path} is not the pinned file ({problem})" if problem else ""
 
 
 def _stored_warning(note: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from regress.backends.models import file_sha256, resolve_model_path
+from regress.backends.models import pinned_file_problem, resolve_model_path
 from regress.checks import small_units
 from regress.cli.common import (
     LIMIT,
@@ -286,8 +286,8 @@ def verify(name: str, store: Path) -> None:
         path = resolve_model_path(model.ref)
     except BadInput:
         path = None
-    if path is not None and path.is_file() and model.sha256 and file_sha256(path) != model.sha256:
-        problems.append(f"model {model.ref}: sha256 differs from the pinned {model.sha256[:12]}")
+    if path is not None and (problem := pinned_file_problem(path, model.sha256)):
+        problems.append(f"model {model.ref}: {problem}")
     if problems:
         raise BadInput(f"baseline {name!r} failed verification: " + "; ".join(problems))
     n = sum(len(v) for v in run.records.values())
