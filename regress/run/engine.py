@@ -104,8 +104,9 @@ def prepare(specs: Sequence[TaskSpec], source: DataSource, shard: Shard | None =
             raise BadInput(f"{task.name}: a conversation set with judged turns cannot be repeated")
         if isinstance(spec.limit, float):
             examples = spec.task.examples(source, spec.num_fewshot)
-            spec = replace(spec, limit=math.ceil(len(examples) * spec.limit))
-            examples = examples[: spec.limit]
+            count = math.ceil(len(examples) * spec.limit)
+            spec = replace(spec, limit=count)
+            examples = examples[:count]
         else:
             examples = spec.task.examples(source, spec.num_fewshot, spec.limit)
         if spec.doc_ids is not None:
@@ -226,6 +227,7 @@ def _task_run(
         metrics |= failure_summary(records, task.primary_metric if scored_by_task else None)
     num_fewshot = task.effective_fewshot(spec.num_fewshot)
     dataset_hash, prompt_hash = identity(spec, examples)
+    assert not isinstance(spec.limit, float), "prepare() turns a fraction into a count"
     info = TaskInfo(
         name=task.name,
         group=task.group,
@@ -335,13 +337,15 @@ def _generation_record(
     finishes: list[str] = []
     failures: list[str] = []
     reasoning: int | None = 0
+    generated = [a for a in answers if isinstance(a, GenerateResult)]
+    assert len(generated) == len(answers)  # a failed request returned above
     for j in range(settings.repeats):
-        group = answers[j * m : (j + 1) * m]
+        group = generated[j * m : (j + 1) * m]
         reads = [
             read_answer(a.text, r.until, settings)  # type: ignore[union-attr]
             for a, r in zip(group, example.requests, strict=True)
         ]
-        cleaned = [replace(a, text=read.answer) for a, read in zip(group, reads, strict=True)]  # type: ignore[type-var]
+        cleaned = [replace(a, text=read.answer) for a, read in zip(group, reads, strict=True)]
         outcome = task.score(example, cleaned)
         classes = []
         for answer, read in zip(group, reads, strict=True):
