@@ -24,6 +24,7 @@ from regress.checks.steps import (
     question_text,
     reference_rerun,
     refuse_changed_inputs,
+    refuse_unit_typos,
     rejected_rows,
     run_plan,
     scoring_unchecked,
@@ -80,6 +81,7 @@ def check(
     options = options or CheckOptions()
     progress = progress or (lambda label: nullcontext(None))
     check_proxy(baseline)
+    refuse_unit_typos(baseline, options.policy)
     if options.policy.anchor is not None and options.anchor is None:
         raise BadInput(
             f"the policy's anchor {options.policy.anchor!r} was not loaded: pass its run as "

@@ -18,6 +18,7 @@ records and says so (`always` reruns anyway).
 
 from __future__ import annotations
 
+import difflib
 import random
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -36,6 +37,7 @@ from regress.gate.compare import (
     MISMATCH_REFUSED,
     compare,
     hash_difference,
+    units_of,
 )
 from regress.gate.noise import Cause, typical
 from regress.gate.pairing import pair_runs
@@ -259,6 +261,21 @@ def candidate_plan(
         tasks=options.tasks,
     )
     return plan, warnings
+
+
+def refuse_unit_typos(baseline: Run, policy: Policy) -> None:
+    """BadInput, before any model loads, for a policy unit that is not one of the baseline's
+    but spells one nearly (`arc-easy` for `arc_easy`): its limits would silently not apply.
+    A name far from every unit stays a report warning, as a policy shared by several suites
+    names units some of them lack."""
+    units = sorted(units_of(list(baseline.manifest.tasks.values())))
+    for name in sorted(set(policy.units) - set(units)):
+        near = difflib.get_close_matches(name, units, n=1, cutoff=0.8)
+        if near:
+            raise BadInput(
+                f"the policy names unit {name!r}, which is not in baseline "
+                f"{baseline.manifest.name!r}: did you mean {near[0]!r}?"
+            )
 
 
 def refuse_changed_inputs(baseline: Run, prepared: Prepared) -> None:
