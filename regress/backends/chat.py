@@ -11,6 +11,7 @@ prompt), so results rendered by one template are never replayed for another.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,48 @@ def missing(model: str) -> str:
         f"{model} has no chat template, which a conversation needs: pass "
         f"--model-args chat_template=NAME ({names}) or chat_template=FILE.jinja"
     )
+
+
+_OPEN, _CLOSE = "\ue000", "\ue001"
+"""Private-use characters that mark where a message's text sits in a rendered prompt."""
+
+Render = Callable[[list[dict[str, str]]], str]
+"""A template bound to its model: messages (role, content) -> the prompt text."""
+Tokenize = Callable[[str, bool], list[int]]
+"""text, whether control-token text in it becomes control tokens -> token ids."""
+
+
+def prompt_tokens(
+    render: Render, messages: Sequence[tuple[str, str]], tokenize: Tokenize, source: str
+) -> list[int]:
+    """A conversation's prompt tokens, with control tokens only where the template wrote them.
+
+    The prompt is rendered twice: as is, and with each message's text between two marks
+    (inside its surrounding white space, so a template's `trim` keeps them). The marks give
+    where each message's text lies in the prompt. When no message's text holds control-token
+    text, the prompt is tokenised whole, exactly as before; otherwise the template's pieces
+    are tokenised with control tokens and the messages' pieces as plain text.
+    """
+    if any(_OPEN in text or _CLOSE in text for _, text in messages):
+        raise BadInput("a chat message holds the private-use characters U+E000/U+E001")
+    prompt = render([{"role": role, "content": text} for role, text in messages])
+    marked = render([{"role": role, "content": _marked(text)} for role, text in messages])
+    if marked.replace(_OPEN, "").replace(_CLOSE, "") != prompt:
+        raise BadInput(
+            f"chat template ({source}) rewrites message text beyond trimming it, so its own "
+            "control tokens cannot be told from the messages' text"
+        )
+    pieces = []  # (text, written by the template)
+    for i, part in enumerate(marked.split(_OPEN)):
+        inside, _, after = part.rpartition(_CLOSE) if i else ("", "", part)
+        pieces += [(inside, False), (after, True)] if i else [(after, True)]
+    if all(tokenize(text, True) == tokenize(text, False) for text, own in pieces if not own):
+        return tokenize(prompt, True)
+    return [token for text, own in pieces if text for token in tokenize(text, own)]
+
+
+def _marked(text: str) -> str:
+    """`text` with the marks around it, inside its leading and trailing white space."""
+    core = text.strip()
+    lead = text[: len(text) - len(text.lstrip())]
+    return f"{lead}{_OPEN}{core}{_CLOSE}{text[len(lead) + len(core) :]}"

@@ -44,7 +44,7 @@ import transformers
 
 from regress.backends.base import Progress, setting
 from regress.backends.chat import chat_template as resolve_template
-from regress.backends.chat import missing
+from regress.backends.chat import missing, prompt_tokens
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.backends.gguf_header import check_gguf
 from regress.backends.models import cache_root, file_sha256, resolve_model_path
@@ -482,15 +482,29 @@ class HFBackend:
             return self._encode(request.context)
         if self._chat is None:
             raise BadInput(missing(self.model.name_or_path))
-        chat = [{"role": role, "content": text} for role, text in request.messages]
-        try:
-            prompt = self.tokenizer.apply_chat_template(
-                chat, chat_template=self._chat.text, add_generation_prompt=True, tokenize=False
+        template = self._chat.text
+
+        def render(chat: list[dict[str, str]]) -> str:
+            return self.tokenizer.apply_chat_template(
+                chat, chat_template=template, add_generation_prompt=True, tokenize=False
             )
+
+        try:
+            # The template writes the special tokens (BOS too) itself; the messages' text
+            # never does (chat.prompt_tokens).
+            return prompt_tokens(
+                render, request.messages, self._tokenize_special, self._chat.source
+            )
+        except BadInput:
+            raise
         except Exception as exc:  # a template's own raise_exception, or a Jinja error
             raise BadInput(f"chat template ({self._chat.source}): {exc}") from exc
-        # The template writes the special tokens (BOS too) itself.
-        return self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+    def _tokenize_special(self, text: str, special: bool) -> list[int]:
+        """`text` as tokens, added-token text as those tokens only when `special`."""
+        return self.tokenizer(text, add_special_tokens=False, split_special_tokens=not special)[
+            "input_ids"
+        ]
 
     def _generate_one(self, request: GenerateRequest) -> GenerateResult:
         ids = self._prompt(request)
