@@ -246,8 +246,8 @@ def gemma():
 
 
 def test_sliding_window_model_falls_back_to_full_passes(gemma):
-    """Gemma 3's sliding-window attention scores a rewound prefix differently (FACTS.md), so
-    reuse is off by default there, and its results equal independent full passes."""
+    """Reuse is off by default for Gemma 3's sliding-window attention (a rewound window cache
+    is not measured beyond the window), and its results equal independent full passes."""
     assert gemma.prefix_reuse is False and gemma.fingerprint().params["prefix_reuse"] is False
     # Another context first: rewinding past it is where a sliding-window cache goes wrong.
     requests = [LoglikelihoodRequest("The capital of France is", " Paris")]
@@ -274,5 +274,7 @@ def test_sliding_window_model_falls_back_to_full_passes(gemma):
         reused = forced.loglikelihood(requests)
     finally:
         forced.close()
-    # The reason for the fallback: forcing reuse on this model moves the scores.
-    assert max(abs(a.logprob - b.logprob) for a, b in zip(results, reused, strict=True)) > 1e-3
+    # Forcing reuse once moved these scores (by 0.15 nats): not the window, but decode calls
+    # of 2-7 tokens taking other kernels for Gemma's Q6_K weights (docs/reproducibility.md).
+    # With no call under 8 tokens and no KV reused from one, reuse gives the full passes' floats.
+    assert [a.logprob for a in reused] == [b.logprob for b in results]

@@ -7,15 +7,20 @@ only the rest. Logits are computed only at the positions that are scored (llama.
 per-token output flag) rather than for every token (`logits_all`), which skips most of the
 vocabulary head's work and its n_ctx x vocab buffer.
 
-A result never depends on which requests came before it, so a rerun that replays part of its
-results from the cache equals a fresh one. Measured on SmolLM2: a position's logits computed
-in a batch of one token differ from one full pass by up to 0.29 nats, while every other
-split of the same tokens into batches gives identical floats. So no scored position is ever
-computed in a batch of one token or kept from a neighbour's pass: only the context's KV cache
-is reused, and the scored positions are computed afresh in a batch of at least two tokens.
-The result is that of one fresh pass, with reuse on or off. Generation reuses a prompt's
-context the same way (the prompt's last two tokens are evaluated afresh), so the samples of
-one prompt (repeats, self-consistency) evaluate the prompt once.
+A result never depends on which requests came before it or ran beside it, so a rerun that
+replays part of its results from the cache, a shard, a subset and a sequential look all equal
+a fresh full run. llama.cpp's floats for a position depend on how many tokens shared its
+decode call, in two ways measured here (experiments/batch_layout.py): a call of one token
+takes other kernels for every model (up to 0.65 logits on SmolLM2), and for K-quant and
+i-quant weights (IQ3_S, Q6_K, ...) a call of fewer than `MIN_ROWS` (8) tokens takes ggml-cpu's
+vec_dot kernels where a larger one takes its tiled matmul, whose sums round differently (up
+to 1.15 logits on an IQ3_S SmolLM2, and 1.3 nats and flipped answers downstream). Every call
+of at least eight tokens gives the same floats. So every decode call holds at least
+`MIN_ROWS` tokens, unless the whole request is shorter, and the KV cache is reused only as far
+as it was computed that way: a request's floats are those of its own fresh pass, with reuse
+on or off, whatever ran before it. Generation reuses a prompt's context the same way (the
+prompt's last two tokens are evaluated afresh), so the samples of one prompt (repeats,
+self-consistency) evaluate the prompt once.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import numpy as np
 
 from regress.backends.base import Progress, setting
 from regress.backends.chat import chat_template as resolve_template
-from regress.backends.chat import missing
+from regress.backends.chat import missing, prompt_tokens
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.backends.gguf_header import check_gguf
 from regress.backends.models import model_info, resolve_model_path
@@ -52,6 +57,11 @@ from regress.core.requests import (
     RollingResult,
     cut_at_stop,
 )
+
+MIN_ROWS = 8
+"""Fewest tokens a decode call holds: ggml-cpu's tiled K/i-quant matmul takes batches of at
+least eight rows (`ggml_tiled_min_batch` in the llama.cpp that llama-cpp-python 0.3.36
+vendors), and smaller ones fall back to kernels that round differently."""
 
 
 class LlamaCppBackend:
@@ -99,8 +109,9 @@ class LlamaCppBackend:
             raise RunFailed(f"llama.cpp could not load {path}: {exc}") from exc
         meta = self._llm.metadata
         arch = meta.get("general.architecture", "")
-        # Sliding-window attention makes a reused prefix score differently from a full
-        # pass (measured on Gemma 3), so reuse stays off there unless asked for.
+        # A sliding-window cache drops what lies outside the window, so a prefix rewound
+        # past it cannot be reused; reuse stays off there unless asked for. (The 0.15 nats
+        # once measured on short Gemma 3 requests were small decode calls, see MIN_ROWS.)
         sliding = f"{arch}.attention.sliding_window" in meta
         self.prefix_reuse = (not sliding) if prefix_reuse is None else prefix_reuse
         self._sliding = sliding
@@ -120,6 +131,9 @@ class LlamaCppBackend:
         self.tokens_evaluated = 0
         """Tokens actually run through the model, generated ones aside (a measure of prefix
         reuse)."""
+        self._exact = 0
+        """The KV cache's first positions that were computed in decode calls of at least
+        `min_rows` tokens: the only ones a request may reuse."""
 
     # -- tokenisation ------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:
@@ -147,6 +161,10 @@ class LlamaCppBackend:
             batch.seq_id[i][0] = 0
             batch.logits[i] = first_pos + i in wanted
         llm._ctx.decode(llm._batch)
+        if len(chunk) >= self.min_rows and first_pos <= self._exact:
+            self._exact = first_pos + len(chunk)
+        else:  # these positions (and every later one) took the small-batch kernels
+            self._exact = min(self._exact, first_pos)
 
     def _row(self, index: int) -> np.ndarray:
         """The logits of output `index` of the last batch (a view: copy it to keep it)."""
@@ -160,10 +178,11 @@ class LlamaCppBackend:
         of the `wanted` positions, in position order."""
         llm = self._llm
         llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        self._exact = min(self._exact, n_past)
         rows = []
         bounds = list(range(0, len(tokens), self.n_batch)) + [len(tokens)]
-        if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1 and self.n_batch > 2:
-            bounds[-2] -= 1  # no batch of one token: see the module doc
+        if len(bounds) > 2 and bounds[-1] - bounds[-2] < self.min_rows:
+            bounds[-2] = len(tokens) - self.min_rows  # no small last batch: see the module doc
         for lo, hi in itertools.pairwise(bounds):
             self._submit(tokens[lo:hi], n_past + lo, wanted)
             rows += [self._row(i).copy() for i in range(hi - lo) if n_past + lo + i in wanted]
@@ -172,12 +191,21 @@ class LlamaCppBackend:
         self.tokens_evaluated += len(tokens)
         return rows
 
+    @property
+    def min_rows(self) -> int:
+        """Fewest tokens a decode call holds (`MIN_ROWS`; fewer when n_batch leaves no room
+        for it, and then the scoring label in the fingerprint says so)."""
+        if self.n_batch >= 2 * MIN_ROWS:
+            return MIN_ROWS
+        return 2 if self.n_batch > 2 else 1
+
     def _logits(self, input_ids: list[int], first_scored: int) -> np.ndarray:
         """Logits at positions first_scored.. of `input_ids`, reusing the cached context.
 
         The context (up to a last batch of at least two tokens holding every scored position)
-        comes from the KV cache where it matches; its values do not depend on how it was
-        batched (measured), so the floats are those of one fresh pass.
+        comes from the KV cache where it matches and was computed in batches of at least
+        `min_rows` tokens, which all give the same floats (measured); so the floats are those
+        of this request's own fresh pass.
         """
         scored = range(first_scored, len(input_ids))
         if self._single_pass:
@@ -187,21 +215,24 @@ class LlamaCppBackend:
 
     @property
     def _single_pass(self) -> bool:
-        """Whether every request runs from its first token in one pass: a sliding-window cache
-        scores a second decode call differently (0.15 nats measured on Gemma 3)."""
+        """Whether every request runs from its first token in one pass (a sliding-window model
+        without prefix reuse)."""
         return self._sliding and not self.prefix_reuse
 
     def _load_context(self, input_ids: list[int], last: int) -> int:
         """Make the KV cache hold input_ids[:last'] (reusing what matches) and return last',
-        which is `last` unless the rest would have been a batch of one token."""
+        which is `last` unless the context is a single token (then it joins the scored
+        batch)."""
         shared = 0
         if self.prefix_reuse:
-            cached = self._llm.input_ids[: self._llm.n_tokens]
+            cached = self._llm.input_ids[: min(self._llm.n_tokens, self._exact)]
             limit = min(len(cached), last)
             mismatch = np.flatnonzero(cached[:limit] != np.asarray(input_ids[:limit]))
             shared = int(mismatch[0]) if mismatch.size else limit
-        if last - shared == 1:  # the context's rest would be a batch of one token
-            shared, last = (shared - 1, last) if shared else (0, 0)
+        if 0 < last - shared < self.min_rows:  # recompute a little, not a small batch
+            shared = max(last - self.min_rows, 0)
+        if shared == 0 and last == 1:  # a context of one token joins the scored batch
+            last = 0
         if shared < last:
             self._decode(input_ids[shared:last], shared, ())
         self._llm.n_tokens = last
@@ -292,13 +323,24 @@ class LlamaCppBackend:
                 eos_token=model.token_get_text(eos) if eos >= 0 else "",
                 bos_token=model.token_get_text(bos) if bos >= 0 else "",
             )
+        formatter = self._formatter
         try:
-            chat = [{"role": role, "content": text} for role, text in request.messages]
-            prompt = self._formatter(messages=chat)
+            # The template writes the special tokens (BOS too) itself, as llama.cpp's chat
+            # does; the messages' text never does (chat.prompt_tokens).
+            return prompt_tokens(
+                lambda chat: formatter(messages=chat).prompt,
+                request.messages,
+                self._tokenize_special,
+                self._chat.source,
+            )
+        except BadInput:
+            raise
         except Exception as exc:  # a template's own raise_exception, or a Jinja error
             raise BadInput(f"chat template ({self._chat.source}): {exc}") from exc
-        # The template writes the special tokens (BOS too) itself, as llama.cpp's chat does.
-        return self._llm.tokenize(prompt.prompt.encode("utf-8"), add_bos=False, special=True)
+
+    def _tokenize_special(self, text: str, special: bool) -> list[int]:
+        """`text` as tokens, control-token text as control tokens only when `special`."""
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
 
     def _generate_one(self, request: GenerateRequest) -> GenerateResult:
         ids = self._prompt(request)
@@ -336,8 +378,10 @@ class LlamaCppBackend:
                 break
             if len(tokens) >= request.max_tokens:
                 break
-        # The generated tokens went through in batches of one: never reuse their KV.
+        # The prompt's last two tokens and the generated ones went through in small batches
+        # (Llama.generate's own decode calls): never reuse their KV.
         self._llm.n_tokens = min(self._llm.n_tokens, len(ids))
+        self._exact = min(self._exact, max(len(ids) - 2, 0))
         return GenerateResult(
             text=text,
             n_tokens=len(tokens),
@@ -367,6 +411,7 @@ class LlamaCppBackend:
         before every repetition)."""
         self._llm._ctx.kv_cache_seq_rm(-1, 0, -1)
         self._llm.n_tokens = 0
+        self._exact = 0
 
     def process_prompt(self, tokens: Sequence[int]) -> None:
         """llama-bench's prompt test: `tokens` in n_batch chunks, logits at each chunk's
@@ -432,8 +477,9 @@ class LlamaCppBackend:
             ),
             build={
                 "system_info": self._system_info,
-                # How a request's scored positions are batched decides their floats.
-                "scoring": "single-pass" if self._sliding and not self.prefix_reuse else "split-2",
+                # How a request's tokens are batched decides their floats: every decode call
+                # holds at least min_rows tokens ("split-8").
+                "scoring": "single-pass" if self._single_pass else f"split-{self.min_rows}",
                 **chat_build,
             },
         )
