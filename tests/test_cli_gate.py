@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from regress.backends.models import file_sha256
-from regress.checks import FACTS_DISCORDANCE, plan_baseline, small_units
+from regress.checks import TYPICAL_DISCORDANCE, plan_baseline, small_units
 from regress.cli import cli
 from regress.core.errors import ExitCode
 from regress.core.store import Store, read_run
@@ -276,11 +276,11 @@ def test_destroyed_model_is_a_regression(arc_store, broken_model, q8, tmp_path, 
 def test_baseline_create_names_units_under_min_examples():
     main = Store(REPO / "baselines").load("main")
     assert small_units(main, Policy()) == []  # 500 examples in the one built-in unit
-    [plan] = plan_baseline(main, Policy(min_examples=600), FACTS_DISCORDANCE)
+    [plan] = plan_baseline(main, Policy(min_examples=600), TYPICAL_DISCORDANCE)
     assert small_units(main, Policy(min_examples=600)) == [
         "unit builtin has 500 examples, under the policy's min_examples 600: every check of it "
         f"will be INCONCLUSIVE; about {max(plan.n_needed, 600):,} would detect a 4.0-point drop "
-        "(twice max_drop, if 12% of answers flip: `regress plan`)"
+        f"(twice max_drop, if {TYPICAL_DISCORDANCE:.0%} of answers flip: `regress plan`)"
     ]
 
 

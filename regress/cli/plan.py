@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from regress.checks import (
-    FACTS_DISCORDANCE,
+    TYPICAL_DISCORDANCE,
     Throughput,
     TimingOptions,
     UnitPlan,
@@ -38,7 +38,8 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
     type=click.FloatRange(0, 1, min_open=True),
     default=None,
     help="Share of examples whose answer changes, (b+c)/n. Without --baseline it is required; "
-    f"with it, default {FACTS_DISCORDANCE} (real requantizations of SmolLM2, FACTS.md).",
+    f"with it, default {TYPICAL_DISCORDANCE} (real requantizations of SmolLM2: "
+    "docs/results/proxy-efficiency.md).",
 )
 @click.option(
     "--drop",
@@ -126,7 +127,7 @@ def plan(
         if sequential and policy.sequential is None:
             policy = replace(policy, sequential=SequentialDesign())
         chosen = timing(time_model, time_examples, include_path, golden, data_dir, hf_datasets)
-        _plan_baseline(name, store, policy, discordance or FACTS_DISCORDANCE, drop, chosen)
+        _plan_baseline(name, store, policy, discordance or TYPICAL_DISCORDANCE, drop, chosen)
         return
     if sequential or time_model:
         raise click.UsageError("--sequential and --time plan a stored baseline: give --baseline")
@@ -164,7 +165,8 @@ def _plan_baseline(
     click.echo(
         f"baseline {name!r}: {gated} gated units sharing alpha {policy.alpha} (Bonferroni), "
         f"power {policy.power:.0%}, assuming {discordance:.1%} of answers flip "
-        f"(--discordance; real requantizations of SmolLM2 flipped 1.2-23.6%, FACTS.md)"
+        "(--discordance; real requantizations of SmolLM2 flipped 2.1-27.6% of ARC-Easy: "
+        "docs/results/proxy-efficiency.md)"
     )
     header = "unit | kind | n | rule | max_drop | MDE | target drop | n for target | n to pass"
     design = policy.sequential

@@ -41,8 +41,9 @@ GoldenItems = Mapping[tuple[str, int], Mapping[str, Any]]
 FRAGILE_MARGIN = 0.3
 """Log-likelihood margin (nats, top-1 minus top-2 choice) below which a right answer may flip
 on another CPU build: about twice the largest per-token log-prob difference measured between
-llama.cpp's AVX2 and AVX-512 builds of one version (0.139, FACTS.md). A margin over choices of
-several tokens can move more; this flags the clearest cases."""
+llama.cpp's AVX2 and AVX-512 builds of one version (0.139 nats; such builds changed 1.1-2.2%
+of answers, docs/results/noise-floors.md). A margin over choices of several tokens can move
+more; this flags the clearest cases."""
 
 
 @dataclass(frozen=True)

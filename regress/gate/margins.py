@@ -3,8 +3,9 @@
 A multiple-choice record keeps every choice's log-likelihood (`scores.loglik`, and the choice
 lengths in `scores.chars` for acc_norm), so its margin is a pure function of the record: the
 same bytes always give the same margin, on any machine that reads them. Answers that change
-under quantization sit where this margin is small (FACTS.md: Q4_0 changed 32% of SmolLM2's
-lowest-margin fifth of ARC-Easy and 2% of its highest), which is what proxy subsets stratify on.
+under quantization sit where this margin is small (Q4_0 changed 37% of SmolLM2's least sure
+tenth of ARC-Easy, 6% of its seventh: docs/results/proxy-efficiency.md), which is what proxy
+subsets stratify on.
 """
 
 from __future__ import annotations

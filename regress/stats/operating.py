@@ -49,7 +49,8 @@ from regress.stats.spending import SequentialDesign, cut
 ALPHA = 0.05
 MAX_DROP = 0.02
 DISCORDANCE = 0.15
-"""About what SmolLM2's Q4_0 and Q2_K requantizations flip (FACTS.md)."""
+"""About what SmolLM2's Q4_0 and Q2_K requantizations flip (15.7-16.6% of ARC-Easy:
+docs/results/proxy-efficiency.md)."""
 SIZE_NS = (100, 200, 300, 500, 1000)
 SIZE_DISCORDANCES = (0.02, 0.03, 0.05, 0.10, 0.15, 0.25, 0.50)
 """A drop of max_drop needs at least max_drop of the answers to flip: 2% is the lowest."""
@@ -228,8 +229,8 @@ def family_false_alarms(
 
 CREEP_N = 2000
 CREEP_STEP_DISCORDANCE = 0.012
-"""The share of answers SmolLM2's Q8_0 requantization flipped (FACTS.md): the gentlest real
-change, each step of a slow slide."""
+"""The share of answers SmolLM2's Q8_0 requantization flipped (1.2% of 300 ARC-Easy answers,
+docs/results/sequential-gate.md): the gentlest real change, each step of a slow slide."""
 CREEP_STEP_DROP = 0.008
 MAX_CUMULATIVE_DROP = 0.03
 
