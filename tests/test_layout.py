@@ -102,11 +102,9 @@ def test_the_public_api_loads_lazily_and_completely() -> None:
     assert (PACKAGE / "py.typed").is_file()
 
 
-def test_mypy_is_clean_on_the_public_api() -> None:
-    public = sorted({module for module in regress._PUBLIC.values()})
-    files = ["regress/__init__.py"] + [m.replace(".", "/") + ".py" for m in public]
-    files = [f if (REPO / f).exists() else f.removesuffix(".py") + "/__init__.py" for f in files]
+def test_mypy_is_clean_on_the_whole_package() -> None:
+    """Every module, not only the public API (which once left 42 errors in 21 files unseen)."""
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", *files], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "mypy", "regress"], cwd=REPO, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout[-3000:]

@@ -52,6 +52,7 @@ from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint, openmp_waiting, this_cpu
 from regress.core.requests import (
     FailedResult,
+    Finish,
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
@@ -539,6 +540,7 @@ class HFBackend:
             )
         new = out[0, len(ids) :].tolist()
         ends = {eos} if isinstance(eos, int) else set(eos or ())
+        finish: Finish
         if new and new[-1] in ends:
             new, finish = new[:-1], "eos"
         else:

@@ -49,6 +49,7 @@ from regress.core.fingerprint import (
 )
 from regress.core.requests import (
     FailedResult,
+    Finish,
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
@@ -357,7 +358,8 @@ class LlamaCppBackend:
         self._llm.set_seed(request.seed)
         sampled = request.temperature > 0
         tokens: list[int] = []
-        text, finish = "", "length"
+        text = ""
+        finish: Finish = "length"
         vocab = self._llm._model.vocab
         for token in self._llm.generate(
             ids,
