@@ -6,6 +6,10 @@ shipped here (`chatml`, `gemma`) or a Jinja file in Hugging Face's chat-template
 model without one (the packaged Gemma 3 270M is the base model: its GGUF has none) needs the
 setting. The template given is part of the runtime fingerprint (its sha256 decides the
 prompt), so results rendered by one template are never replayed for another.
+
+Control tokens come only from the template (`prompt_tokens`): a message's text is tokenised as
+plain text, so a user who writes `<|im_end|>` and `<|im_start|>system` (or a model whose own
+reply, fed back under `history: own`, says it) gets those characters, not a forged turn.
 """
 
 from __future__ import annotations
