@@ -11,6 +11,7 @@ the runner-up exceeds that.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax
 
+from regress.backends.llama_cpp import MIN_ROWS
 from regress.backends.models import file_sha256, resolve_model_path
 from regress.checks import CheckOptions, check
 from regress.gate.policy import Policy
@@ -54,7 +56,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _oracle(prompts: list[str]) -> list[dict[str, float]]:
-    """log P(verdict | prompt + "[[") for A, B and C, from one eval per prompt."""
+    """log P(verdict | prompt + "[[") for A, B and C, from one pass per prompt."""
     import llama_cpp
 
     llm = llama_cpp.Llama(
@@ -70,7 +72,13 @@ def _oracle(prompts: list[str]) -> list[dict[str, float]]:
             assert whole[: len(context)] == context and len(whole) == len(context) + 1
             scores[choice] = whole[-1]
         llm.reset()
-        llm.eval(context)
+        # Decode calls as the backend makes them: at most n_batch tokens, none of fewer than
+        # MIN_ROWS (the rows of a call choose llama.cpp's kernels: regress/backends/llama_cpp.py).
+        bounds = [*range(0, len(context), llm.n_batch), len(context)]
+        if len(bounds) > 2 and bounds[-1] - bounds[-2] < MIN_ROWS:
+            bounds[-2] = len(context) - MIN_ROWS
+        for lo, hi in itertools.pairwise(bounds):
+            llm.eval(context[lo:hi])
         logprobs = log_softmax(np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64))
         out.append({c: float(logprobs[t]) for c, t in scores.items()})
     llm.close()
