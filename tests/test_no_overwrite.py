@@ -109,3 +109,20 @@ def test_create_refuses_an_existing_baseline_before_running_anything(tmp_path: P
     assert code == ExitCode.BAD_INPUT and text.count("\n") == 1, text
     assert "baseline 'main' already exists (model m.gguf, 500 examples" in text
     assert snapshot(store) == before
+
+
+def test_verify_says_when_no_model_sha256_was_pinned(tmp_path: Path) -> None:
+    """An imported baseline pins no weights: verify must not say their sha256 is ok."""
+    import json
+
+    store = tmp_path / "store"
+    shutil.copytree(REPO / "baselines" / "main", store / "main")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"weights")
+    manifest = store / "main" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["model"] = {**data["model"], "ref": str(model), "sha256": ""}
+    manifest.write_text(json.dumps(data))
+    done = CliRunner().invoke(cli, ["baseline", "verify", "main", "--store", str(store)])
+    assert done.exit_code == 0, done.output
+    assert "no model sha256 pinned" in done.output and "sha256 ok" not in done.output

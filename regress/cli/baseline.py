@@ -291,7 +291,12 @@ def verify(name: str, store: Path) -> None:
     if problems:
         raise BadInput(f"baseline {name!r} failed verification: " + "; ".join(problems))
     n = sum(len(v) for v in run.records.values())
-    model_note = "model sha256 ok" if path is not None else "model file not present here"
+    if not model.sha256:  # an lm-eval import: nothing pinned the weights
+        model_note = "no model sha256 pinned"
+    elif path is None:
+        model_note = "model file not present here"
+    else:
+        model_note = "model sha256 ok"
     click.echo(f"baseline {name!r} ok: {len(run.records)} tasks, {n} records, {model_note}")
 
 
