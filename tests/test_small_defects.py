@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_bench_server_figures import CHUNKS, serve  # noqa: F401 (a fixture)
 from test_history import _entry
 from test_judge import _policy, _runs, _spec, judge_server  # noqa: F401 (a fixture)
 from test_judge_audit import judgement_line, write_lines
@@ -175,61 +173,23 @@ def test_a_huge_bad_value_is_cut_in_the_error_line() -> None:
 # --- bench when every request failed ------------------------------------------------------
 
 
-def _streaming(usage: dict) -> type[BaseHTTPRequestHandler]:
-    """A server streaming four tokens, then `usage`."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for i in range(4):
-                chunk = {"choices": [{"text": f"t{i}", "finish_reason": None}]}
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-
-    return Handler
-
-
-@pytest.fixture
-def streaming() -> Iterator:
-    servers = []
-
-    def start(usage: dict) -> str:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _streaming(usage))
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
 def _bench(url: str) -> object:
     args = ["bench", "--backend", "openai", "-m", "m", "--model-args", f"base_url={url}"]
-    args += ["--num-requests", "3", "--output-len", "4"]
+    args += ["--num-requests", "3", "--output-len", str(CHUNKS)]
     return CliRunner().invoke(cli, args)
 
 
-def test_bench_fails_when_the_server_reports_negative_counts(streaming) -> None:
+def test_bench_fails_when_the_server_reports_negative_counts(serve) -> None:  # noqa: F811
     """Every request refused its negative count, and `bench` printed `0.00 t/s, nan` and
     exited 0."""
-    result = _bench(streaming({"prompt_tokens": 2, "completion_tokens": -209}))
+    result = _bench(serve({"prompt_tokens": 2, "completion_tokens": -209}))
     assert result.exit_code == ExitCode.RUN_FAILED, result.output
     assert result.output.strip().splitlines()[-1] == (
         "regress: error: m: every request at concurrency 1 failed (3 of 3), first: "
         "RuntimeError: the server reported completion_tokens -209"
     )
     assert "0.00" not in result.output and "nan" not in result.output
-    honest = _bench(streaming({"prompt_tokens": 2, "completion_tokens": 4}))
+    honest = _bench(serve({"prompt_tokens": 2, "completion_tokens": CHUNKS}))
     assert honest.exit_code == 0, honest.output
 
 
