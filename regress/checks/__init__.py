@@ -4,7 +4,8 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 - `steps`: what every check does (plan the candidate's run, refuse changed inputs, rerun the
   baseline's model where the hardware differs, run, and finish: pair, judge and label).
 - `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check.
-- `plan` and `timing`: the n and the minutes a baseline's units need.
+- `plan` and `timing`: the n and the minutes a baseline's units need; `shards`: the CI
+  matrix that fits them in a job's budget.
 
 Other wings import from this package only (tests/test_layout.py keeps them to it).
 """
@@ -30,6 +31,13 @@ from regress.checks.sequential import (
     SETTLED,
     check_sequential,
     run_order,
+)
+from regress.checks.shards import (
+    MAX_JOBS,
+    ShardOptions,
+    ShardPlan,
+    example_seconds,
+    plan_shards,
 )
 from regress.checks.steps import (
     TEXT_CHARS,
@@ -72,10 +80,13 @@ __all__ = [
     "DriftOptions",
     "GateTime",
     "LIGHTEST_DISCORDANCE",
+    "MAX_JOBS",
     "Rebaseline",
     "RunProgress",
     "SAMPLE",
     "SETTLED",
+    "ShardOptions",
+    "ShardPlan",
     "TEXT_CHARS",
     "TYPICAL_DISCORDANCE",
     "Throughput",
@@ -87,6 +98,7 @@ __all__ = [
     "check",
     "check_drift",
     "check_sequential",
+    "example_seconds",
     "finish",
     "gate_time",
     "judge_cache",
@@ -94,6 +106,7 @@ __all__ = [
     "measure_throughput",
     "no_early_stop",
     "plan_baseline",
+    "plan_shards",
     "question_text",
     "reference_rerun",
     "refuse_changed_inputs",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -9,13 +10,16 @@ from pathlib import Path
 import click
 
 from regress.checks import (
+    MAX_JOBS,
     TYPICAL_DISCORDANCE,
+    ShardOptions,
     Throughput,
     TimingOptions,
     UnitPlan,
     gate_time,
     measure_throughput,
     plan_baseline,
+    plan_shards,
 )
 from regress.cli.common import (
     data_options,
@@ -90,6 +94,33 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
     help="With --baseline: the expected examples under a sequential gate (the policy's "
     "`sequential:` design, or looks at 25/50/100%).",
 )
+@click.option(
+    "--shards",
+    is_flag=True,
+    help="With --baseline: print the CI matrix (JSON for a workflow's strategy.matrix) of the "
+    f"fewest `--shard i/n` jobs, at most {MAX_JOBS}, that each run in --job-minutes, at the "
+    "throughput --time measures or --examples-per-second gives.",
+)
+@click.option(
+    "--job-minutes",
+    type=click.FloatRange(0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="With --shards: each job's time budget.",
+)
+@click.option(
+    "--setup-minutes",
+    type=click.FloatRange(0),
+    default=0.0,
+    show_default=True,
+    help="With --shards: what a job spends before regress runs (checkout, install).",
+)
+@click.option(
+    "--examples-per-second",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="With --shards: a rate measured before, instead of --time.",
+)
 @timing_options
 @task_options
 @data_options
@@ -106,6 +137,10 @@ def plan(
     store: Path,
     policy_path: Path | None,
     sequential: bool,
+    shards: bool,
+    job_minutes: float,
+    setup_minutes: float,
+    examples_per_second: float | None,
     time_model: str | None,
     time_examples: int | None,
     include_path: tuple[Path, ...],
@@ -121,7 +156,26 @@ def plan(
       regress plan --discordance 0.15 --drop 0.04 --max-drop 0.02 --rule margin
       regress plan --baseline main --drop 0.05
       regress plan --baseline main --sequential --time smollm2-135m
+      regress plan --baseline main --shards --job-minutes 30 --time smollm2-135m
     """
+    if shards:
+        if name is None:
+            raise click.UsageError("--shards plans a stored baseline: give --baseline")
+        if (time_model is None) == (examples_per_second is None):
+            raise click.UsageError(
+                "--shards needs exactly one of --time MODEL or --examples-per-second"
+            )
+        chosen = timing(time_model, time_examples, include_path, golden, data_dir, hf_datasets)
+        _plan_shards(
+            name,
+            store,
+            chosen,
+            examples_per_second,
+            ShardOptions(job_minutes * 60, setup_minutes * 60),
+        )
+        return
+    if examples_per_second is not None:
+        raise click.UsageError("--examples-per-second prices --shards: give --shards")
     if name is not None:
         policy = load_policy(policy_path)
         if sequential and policy.sequential is None:
@@ -182,6 +236,22 @@ def _plan_baseline(
         click.echo(" | ".join(_row(unit)))
     if timed is not None:
         _show_time(plans, measure_throughput(baseline, timed))
+
+
+def _plan_shards(
+    name: str,
+    store: Path,
+    timed: TimingOptions | None,
+    examples_per_second: float | None,
+    options: ShardOptions,
+) -> None:
+    """The matrix on stdout (one JSON line for $GITHUB_OUTPUT), what it rests on on stderr."""
+    baseline = Store(store).load(name)
+    rate = measure_throughput(baseline, timed) if timed is not None else examples_per_second
+    assert rate is not None  # one of the two: checked by the caller
+    planned = plan_shards(baseline, rate, options)
+    click.echo(f"baseline {name!r}: {planned.describe()}", err=True)
+    click.echo(json.dumps(planned.matrix(), separators=(",", ":")))
 
 
 def _show_time(plans: list[UnitPlan], measured: Throughput) -> None:

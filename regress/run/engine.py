@@ -85,6 +85,10 @@ class Shard:
             raise BadInput(f"--shard {text}: need 0 <= i < n")
         return cls(index, count)
 
+    def bounds(self, total: int) -> tuple[int, int]:
+        """The half-open range of a suite's `total` examples this shard runs."""
+        return total * self.index // self.count, total * (self.index + 1) // self.count
+
 
 Prepared = list[tuple[TaskSpec, list[Example]]]
 """Every task's rendered examples, in suite order (`prepare`)."""
@@ -116,7 +120,7 @@ def prepare(specs: Sequence[TaskSpec], source: DataSource, shard: Shard | None =
     if shard is None:
         return prepared
     total = sum(len(examples) for _, examples in prepared)
-    lo, hi = total * shard.index // shard.count, total * (shard.index + 1) // shard.count
+    lo, hi = shard.bounds(total)
     kept, offset = [], 0
     for spec, examples in prepared:
         kept.append((spec, examples[max(lo - offset, 0) : max(hi - offset, 0)]))
