@@ -108,10 +108,14 @@ def plan_shards(baseline: Run, rate: Throughput | float, options: ShardOptions) 
                 job_seconds=options.job_seconds,
                 rate=described,
             )
+    if max(costs) > available:
+        raise BadInput(
+            f"an example at {described} takes longer than the {available / 60:.1f} min a job "
+            "has left after its fixed cost: raise --job-minutes"
+        )
     needed = math.ceil(starts[-1] / available)
     raise BadInput(
         f"{len(costs):,} examples at {described} need about {needed:,} jobs of "
-        f"{options.job_seconds / 60:.1f} min, over the {options.max_jobs} a matrix may run"
-        + ("" if needed <= len(costs) else " (and more than one example per job)")
-        + ": raise --job-minutes or gate a proxy baseline (docs/proxies.md)"
+        f"{options.job_seconds / 60:.1f} min, over the {options.max_jobs} a matrix may run: "
+        "raise --job-minutes or gate a proxy baseline (docs/proxies.md)"
     )
