@@ -7,10 +7,13 @@ the types of the output and token-embedding tensors.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
-import logging
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,8 +82,9 @@ def quantize_file(
     src: Path, settings: QuantSettings | str, out: Path, threads: int = 0, verbose: bool = False
 ) -> Path:
     """Quantize (or requantize) `src` as `settings` say (a type name alone is enough),
-    written atomically to `out`; llama.cpp's log of every tensor (about 350 lines) only when
-    `verbose`, its errors always."""
+    written atomically to `out`; llama.cpp's log of every tensor (about 350 lines, and a
+    warning per tensor that falls back to another type) only when `verbose`, its errors
+    always."""
     import llama_cpp
 
     if isinstance(settings, str):
@@ -100,12 +104,9 @@ def quantize_file(
     _remove_orphans(out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.{os.getpid()}.", dir=out.parent)
     os.close(fd)
-    # llama-cpp-python prints llama.cpp's log through this standard logger's level.
-    log = logging.getLogger("llama-cpp-python")
-    level = log.level
-    log.setLevel(logging.DEBUG if verbose else logging.ERROR)
     try:
-        status = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), params)
+        with _llama_log(verbose):
+            status = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), params)
         if status != 0:
             raise RunFailed(
                 f"llama.cpp could not quantize {src} to {settings.name} (status {status}); "
@@ -114,10 +115,38 @@ def quantize_file(
         os.chmod(tmp, 0o666 & ~umask())  # mkstemp's 0600 would hide the model from a CI cache
         os.replace(tmp, out)
     finally:
-        log.setLevel(level)
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+# ggml's log levels (ggml.h); llama-cpp-python's own callback still maps the older numbering,
+# under which a warning passes as an error and an error as debug output.
+_GGML_LOG_ERROR = 4
+_GGML_LOG_CONT = 5
+
+
+@contextlib.contextmanager
+def _llama_log(verbose: bool) -> Iterator[None]:
+    """llama.cpp's log on stderr while the block runs: all of it when `verbose`, else only its
+    errors (and their continued lines); llama-cpp-python's callback is put back afterwards."""
+    import llama_cpp
+    from llama_cpp import _logger
+
+    shown = [verbose]  # whether the line being continued was shown
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator,misc]
+    def write(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+        if level != _GGML_LOG_CONT:
+            shown[0] = verbose or level == _GGML_LOG_ERROR
+        if shown[0]:
+            print(text.decode("utf-8", "replace"), end="", file=sys.stderr, flush=True)
+
+    llama_cpp.llama_log_set(write, ctypes.c_void_p(0))
+    try:
+        yield
+    finally:
+        llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
 
 
 def _remove_orphans(out: Path) -> None:
