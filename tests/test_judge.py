@@ -606,15 +606,16 @@ def test_a_grader_that_gives_every_answer_one_score_decides_nothing(judge_server
 
 def test_a_quality_gate_tests_the_candidates_mean_grade(judge_server) -> None:
     """`gates: quality: {min: ...}` with the rubric grader: its value and tests are the
-    one-sample t-tests of the candidate's own grades in the judgements (the oracle: scipy on
-    them); a bound under the grades is shown met, one over them shown failing; a pairwise
-    judge, or a grader that gives every answer one score, leaves it not evaluated."""
-    from scipy import stats
+    betting tests of the candidate's own grades in the judgements, on the 1-10 range of every
+    grading scale (the oracle: regress.stats on them); a bound under the grades is shown met,
+    one over them shown failing; a pairwise judge, or a grader that gives every answer one
+    score, leaves it not evaluated."""
+    from regress.stats import Direction, bounded_mean_pvalue
 
     url, _ = judge_server
     base, cand = _runs({k: f"answer {k} +" for k in range(20)})
     policy = _policy(_spec(url, template="rubric"), max_drop=0.05)
-    for bound, verdict, code in ((3.2, Verdict.PASS, 0), (3.8, Verdict.REGRESSION, 1)):
+    for bound, verdict, code in ((3.0, Verdict.PASS, 0), (4.5, Verdict.REGRESSION, 1)):
         gated = replace(policy, gates=(Requirement(Metric.QUALITY, bound),))
         result = check(base, cand, CheckOptions(policy=gated))
         grades = [float(j.verdicts[1]) for j in result.judgements]
@@ -622,10 +623,10 @@ def test_a_quality_gate_tests_the_candidates_mean_grade(judge_server) -> None:
         (gate,) = result.comparison.requirements
         assert (gate.n, gate.value) == (40, pytest.approx(np.mean(grades)))
         assert gate.fail_pvalue == pytest.approx(
-            stats.ttest_1samp(grades, bound, alternative="less").pvalue
+            bounded_mean_pvalue(grades, bound, Direction.BELOW, 1, 10)
         )
         assert gate.pass_pvalue == pytest.approx(
-            stats.ttest_1samp(grades, bound, alternative="greater").pvalue
+            bounded_mean_pvalue(grades, bound, Direction.ABOVE, 1, 10)
         )
         assert gate.verdict is verdict and result.comparison.exit_code == code
         assert gate.reason.startswith("3.50 on 40 examples (95% CI ")

@@ -10,14 +10,15 @@ requirement is two one-sided tests of the candidate's own rate, like a unit's ma
   joins the PASS family (`pass_requires: evidence`).
 
 A 0/1 outcome per example is tested exactly (binomial, scipy's `binomtest`); a rate per
-example in [0, 1] (pass@1 over repeats, a refusal share of several samples) by a one-sided
-t-test of its mean, as is `quality`, the candidate's judged score on the grading judge's scale
-(seed 002's weighted quality score; one t-test over the examples, as the report's bootstrap
-interval is over them). `ttft_ms` bounds the median time to first token of the candidate's
-requests in a bench file: an exact sign test, the share of requests slower than the bound
-against one half. A requirement that cannot be evaluated (its unit is not in the suite, it
-has no generations to refuse, no grading judge scored it, no bench file of the candidate was
-given) is INCONCLUSIVE with the reason, never a silent PASS.
+example in [0, 1] (pass@1 over repeats, a refusal share of several samples) by the betting
+test of a bounded mean (regress.stats.bounded_mean_pvalue), valid under any skew where a
+t-test is not, as is `quality`, the candidate's judged score on the grading judge's scale
+(seed 002's weighted quality score), bounded by the widest grading scale, 1-10. `ttft_ms`
+bounds the median time to first token of the candidate's requests in a bench file: an exact
+sign test, the share of requests slower than the bound against one half. A requirement that
+cannot be evaluated (its unit is not in the suite, it has no generations to refuse, no
+grading judge scored it, no bench file of the candidate was given) is INCONCLUSIVE with the
+reason, never a silent PASS.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from dataclasses import dataclass, replace
 
 from scipy import stats
 
+from regress.core.errors import BadInput
 from regress.gate.policy import Metric, Requirement
 from regress.gate.results import Verdict
+from regress.stats import Direction, bounded_mean_interval, bounded_mean_pvalue
+from regress.tasks.judge_templates import CHOICES, Mode
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,14 @@ class RequirementResult:
 
 CONFIDENCE = 0.95
 """Level of the interval reported beside each requirement's value."""
+GRADES = (
+    min(int(CHOICES[mode][0]) for mode in (Mode.SINGLE, Mode.RUBRIC)),
+    max(int(CHOICES[mode][-1]) for mode in (Mode.SINGLE, Mode.RUBRIC)),
+)
+"""The range a judged grade lies in, whichever grading template gave it (1-10): the betting
+test needs the range, and a rubric's 1-5 lies inside it. Measured: the wider range costs
+almost no power (quality >= 4.0, true mean 4.3 on 1-5 grades, n = 100: shown met in 52% of
+runs on 1-10, 48% on 1-5), since the stakes follow the observed spread."""
 
 
 @dataclass(frozen=True)
@@ -106,27 +118,28 @@ def measure(
         return replace(blank, reason=f"not evaluated: {why}")
     # A judged score is on the judge's scale, never a 0/1 outcome, whatever values it took.
     binary = requirement.metric is not Metric.QUALITY and all(v in (0.0, 1.0) for v in values)
-    fail, passed = _tests(values, requirement.bound, requirement.at_least, binary)
+    fail, passed = _tests(values, requirement, binary)
     return replace(
         blank,
         n=len(values),
         value=sum(values) / len(values),
-        ci=_interval(values, binary),
+        ci=_interval(values, requirement, binary),
         fail_pvalue=fail,
         pass_pvalue=passed,
     )
 
 
-def _interval(values: Sequence[float], binary: bool) -> tuple[float, float]:
+def _interval(
+    values: Sequence[float], requirement: Requirement, binary: bool
+) -> tuple[float, float]:
     """The 95% interval that goes with the tests: exact (Clopper-Pearson) for 0/1 outcomes,
-    Student's t for per-example rates and scores."""
+    the betting test's inversion for per-example rates and scores."""
     if binary:
         ci = stats.binomtest(int(sum(values)), len(values)).proportion_ci(CONFIDENCE)
-    elif len(set(values)) == 1:
+        return float(ci.low), float(ci.high)
+    if len(set(values)) == 1:
         return values[0], values[0]
-    else:
-        ci = stats.ttest_1samp(values, 0.0).confidence_interval(CONFIDENCE)
-    return float(ci.low), float(ci.high)
+    return bounded_mean_interval(values, CONFIDENCE, *_range(values, requirement))
 
 
 def _blank(requirement: Requirement) -> RequirementResult:
@@ -137,24 +150,37 @@ def _blank(requirement: Requirement) -> RequirementResult:
     )  # fmt: skip
 
 
-def _tests(
-    values: Sequence[float], bound: float, at_least: bool, binary: bool
-) -> tuple[float, float]:
-    """(p shown failing, p shown met) of a rate or score that must be >= bound (at_least) or
-    <= it; `binary`: the values are 0/1 outcomes, tested exactly."""
+def _tests(values: Sequence[float], requirement: Requirement, binary: bool) -> tuple[float, float]:
+    """(p shown failing, p shown met) of a rate or score that must be >= its bound
+    (at_least) or <= it; `binary`: the values are 0/1 outcomes, tested exactly."""
+    bound = requirement.bound
     if binary:
         k, n = int(sum(values)), len(values)
         below = stats.binomtest(k, n, bound, alternative="less").pvalue
         above = stats.binomtest(k, n, bound, alternative="greater").pvalue
+    elif len(set(values)) == 1:
+        # Constant values show nothing: a grader that gave every answer a 7 says nothing of
+        # the mean it would give other answers.
+        below = above = 1.0
     else:
-        # Per-example rates or scores: the mean's one-sided t-tests. Constant values have no
-        # spread to test: a grader that gave every answer a 7 shows nothing about its mean.
-        if len(set(values)) == 1:
-            below = above = 1.0
-        else:
-            below = stats.ttest_1samp(values, bound, alternative="less").pvalue
-            above = stats.ttest_1samp(values, bound, alternative="greater").pvalue
-    return (float(below), float(above)) if at_least else (float(above), float(below))
+        low, high = _range(values, requirement)
+        below = bounded_mean_pvalue(values, bound, Direction.BELOW, low, high)
+        above = bounded_mean_pvalue(values, bound, Direction.ABOVE, low, high)
+    below, above = float(below), float(above)
+    return (below, above) if requirement.at_least else (above, below)
+
+
+def _range(values: Sequence[float], requirement: Requirement) -> tuple[float, float]:
+    """The range the per-example values are known to lie in: a judged grade's, else [0, 1]
+    (rates); a value outside it is bad input, since the test's guarantee rests on it."""
+    low, high = GRADES if requirement.metric is Metric.QUALITY else (0.0, 1.0)
+    outside = [v for v in values if not low <= v <= high]
+    if outside:
+        raise BadInput(
+            f"gate {requirement.describe()}: per-example values must lie in [{low:g}, {high:g}] "
+            f"to be tested, got {outside[0]!r}"
+        )
+    return low, high
 
 
 def settle(

@@ -7,6 +7,7 @@ arrays, importing nothing else of regress, so any wing may use them.
 - `margin`: the exact unconditional margin test in both directions, its confidence bounds.
 - `drops`: one interface over the drop tests of every unit kind.
 - `decision`: the verdict rules (REGRESSION, INCONCLUSIVE, PASS) for one unit or arrays of them.
+- `bounded_mean`: the betting test of a mean of values in a known range, and its interval.
 - `power`: power, minimum detectable effects, the n that decides.
 - `spending`: group-sequential designs (alpha spending, boundaries, repeated p-values).
 - `stratified`: the stratified estimate and test of a proxy baseline.
@@ -16,6 +17,11 @@ arrays, importing nothing else of regress, so any wing may use them.
 Other wings import from this package only (tests/test_layout.py keeps them to it).
 """
 
+from regress.stats.bounded_mean import (
+    Direction,
+    bounded_mean_interval,
+    bounded_mean_pvalue,
+)
 from regress.stats.decision import (
     PassRequires,
     Rule,
@@ -144,6 +150,7 @@ __all__ = [
     "CreepPoint",
     "DISCORDANCE",
     "DROPS",
+    "Direction",
     "DropTest",
     "FamilyRate",
     "GAMMA",
@@ -187,6 +194,8 @@ __all__ = [
     "bisect_bound",
     "bootstrap_t",
     "boundaries",
+    "bounded_mean_interval",
+    "bounded_mean_pvalue",
     "choice_kl",
     "constrained_p_b",
     "corpus_ratio_test",

@@ -1,0 +1,122 @@
+"""A one-sided test of the mean of values known to lie in a bounded range, valid at any n and
+under any skew: testing by betting (Waudby-Smith & Ramdas 2024, "Estimating means of bounded
+random variables by betting", JRSS-B 86(1)).
+
+A t-test of per-example rates in [0, 1] exceeds its level when the values are skewed: a
+refusal share of 5 samples per example, true rate 2%, is "shown below 2%" in 13% of runs at
+n = 50-100, since a run with one refusal has a tiny mean and a tinier spread. Neither scipy
+nor statsmodels has a bounded-mean test, so it is here.
+
+To show the mean above `bound` (H0: mean <= bound) a gambler starts with wealth 1 and stakes
+λ_t · (x_t - bound) on each value in turn, λ_t fixed before x_t is seen and small enough that
+wealth stays positive. Under H0 each factor has expectation at most 1, so wealth is a
+nonnegative supermartingale, and by Ville's inequality P(max_t wealth >= 1/α) <= α: the
+p-value 1 / max wealth holds its level for every distribution on the range, any n, and
+remains valid if the examples were looked at as they came. Showing the mean below `bound`
+stakes on bound - x_t. The stakes are WSR's predictable plug-in for a fixed n (their eq.
+(26)): λ_t = sqrt(2 log(1/LEVEL) / (n σ²_{t-1})), with σ²_{t-1} the regularised running
+variance, capped at CAP of the stake that would risk the whole wealth. Any predictable stake
+keeps the test valid; this one spends its power near the level a gate uses.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+LEVEL = 0.05
+"""The level the stakes are tuned to (WSR's α in λ_t); the p-value is valid at every level."""
+CAP = 0.75
+"""Largest stake, as a share of the one that could lose all wealth on one value (WSR's c:
+1/2 or 3/4)."""
+GRID = 2001
+"""Means an interval is searched over: 0.05 points of a rate, 0.0045 of a 1-10 grade."""
+CHUNK = 2_000_000
+"""Values held at once while an interval is searched (a grid of means times the sample)."""
+
+
+class Direction(StrEnum):
+    """Which side of the bound the test tries to show the mean on."""
+
+    ABOVE = "above"
+    """H0: mean <= bound."""
+    BELOW = "below"
+    """H0: mean >= bound."""
+
+
+def bounded_mean_pvalue(
+    values: ArrayLike,
+    bound: float | np.ndarray,
+    direction: Direction,
+    low: float = 0.0,
+    high: float = 1.0,
+) -> np.ndarray | float:
+    """The betting test's p-value (1 / largest wealth, at most 1) of H0 "mean <= bound"
+    (ABOVE) or "mean >= bound" (BELOW) for values in [low, high], taken in their order.
+
+    `values` may be one sample (a float comes back) or a 2-D array of samples, one per row
+    (an array of p-values, for simulations; `bound` may then be one per row). Values outside
+    [low, high] are a ValueError: the test's guarantee rests on the range.
+    """
+    x = np.asarray(values, dtype=float)
+    single = x.ndim == 1
+    x = np.atleast_2d(x)
+    if not high > low:
+        raise ValueError(f"need low < high, got {low}, {high}")
+    if x.shape[1] == 0:
+        raise ValueError("need at least one value")
+    if np.any(x < low) or np.any(x > high):
+        raise ValueError(f"values must lie in [{low:g}, {high:g}]")
+    x = (x - low) / (high - low)
+    m = np.broadcast_to((np.asarray(bound, dtype=float) - low) / (high - low), x.shape[:1])
+    above = Direction(direction) is Direction.ABOVE
+    # Mirroring turns BELOW into ABOVE: the mean of 1 - x is above 1 - m.
+    if not above:
+        x, m = 1.0 - x, 1.0 - m
+    p = _above(x, m)
+    return float(p[0]) if single else p
+
+
+def bounded_mean_interval(
+    values: ArrayLike, confidence: float, low: float = 0.0, high: float = 1.0
+) -> tuple[float, float]:
+    """The two-sided `confidence` interval that inverts the betting test: the means on a grid
+    of GRID points of [low, high] that neither one-sided test rejects at (1 - confidence) / 2.
+    Its ends are grid points, so it is at most (high - low) / (GRID - 1) wider than exact."""
+    x = np.asarray(values, dtype=float)
+    level = (1 - confidence) / 2
+    grid = np.linspace(low, high, GRID)
+    kept = np.concatenate(
+        [
+            (bounded_mean_pvalue(np.broadcast_to(x, (len(chunk), x.size)), chunk,
+                                 Direction.ABOVE, low, high) >= level)
+            & (bounded_mean_pvalue(np.broadcast_to(x, (len(chunk), x.size)), chunk,
+                                   Direction.BELOW, low, high) >= level)
+            for chunk in np.array_split(grid, max(1, GRID * x.size // CHUNK))
+        ]
+    )  # fmt: skip
+    inside = grid[kept]
+    if inside.size == 0:  # the grid stepped over a narrow interval: the mean is in it
+        mean = float(np.mean(x))
+        return mean, mean
+    return float(inside[0]), float(inside[-1])
+
+
+def _above(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """p of H0 "mean <= m" for rows of values in [0, 1], one m per row."""
+    n = x.shape[1]
+    inner = np.clip(m, 1e-12, 1 - 1e-12)[:, None]
+    t = np.arange(1, n + 1)
+    # WSR's regularised running mean and variance, each shifted by one value so that the
+    # stake on x_t uses x_1..x_{t-1} only.
+    mean = (0.5 + np.cumsum(x, axis=1)) / (t + 1)
+    spread = (0.25 + np.cumsum((x - mean) ** 2, axis=1)) / (t + 1)
+    before = np.concatenate([np.full((x.shape[0], 1), 0.25), spread[:, :-1]], axis=1)
+    stake = np.minimum(np.sqrt(2 * np.log(1 / LEVEL) / (n * before)), CAP / inner)
+    log_wealth = np.cumsum(np.log1p(stake * (x - inner)), axis=1)
+    p = np.minimum(1.0, np.exp(-np.max(log_wealth, axis=1)))
+    # No mean exceeds 1; a mean <= 0 means every value is 0, which one positive value refutes.
+    p = np.where(m >= 1.0, 1.0, p)
+    return np.where(m <= 0.0, np.where(np.any(x > 0, axis=1), 0.0, 1.0), p)
