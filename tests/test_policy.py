@@ -128,12 +128,18 @@ def test_unreadable_and_invalid_yaml(tmp_path):
         load_policy(write(tmp_path, "alpha: 0.05\nmax_drop: : 1\n"))
 
 
-def test_pass_requires_is_read_and_an_old_file_gets_a_notice(tmp_path):
-    """Old policy files keep working; the report names the key whose default changed."""
-    old = load_policy(write(tmp_path, "max_drop: 0.03\n"))
-    assert old.pass_requires is PassRequires.EVIDENCE and old == Policy(max_drop=0.03)
+def test_pass_requires_is_read_and_a_notice_only_where_its_default_turns_a_check_red(tmp_path):
+    """A first policy file gets no migration notice; one whose INCONCLUSIVE fails and that
+    leaves pass_requires to its default (changed before 0.1.0) is told what a PASS needs."""
+    first = load_policy(write(tmp_path, "max_drop: 0.03\n"))
+    assert first.pass_requires is PassRequires.EVIDENCE and first == Policy(max_drop=0.03)
+    assert first.notices == ()
+    old = load_policy(write(tmp_path, "max_drop: 0.03\ninconclusive: fail\n"))
     (notice,) = old.notices
-    assert "does not set pass_requires" in notice and str(tmp_path / "policy.yaml") in notice
+    assert "sets inconclusive: fail but not pass_requires" in notice
+    assert str(tmp_path / "policy.yaml") in notice
+    chosen = "inconclusive: fail\npass_requires: evidence\n"
+    assert load_policy(write(tmp_path, chosen)).notices == ()
     new = load_policy(write(tmp_path, "pass_requires: no_evidence_of_harm\n"))
     assert new.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM and new.notices == ()
     assert Policy(pass_requires="evidence").pass_requires is PassRequires.EVIDENCE

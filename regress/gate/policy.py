@@ -67,9 +67,12 @@ class Inconclusive(StrEnum):
 
 E = TypeVar("E", bound=StrEnum)
 
+# Only where the default's change (before 0.1.0) can turn a check red: `inconclusive: fail`
+# exits 1 on what used to PASS; under `warn` the exit code did not change.
 PASS_REQUIRES_NOTICE = (
-    "{where} does not set pass_requires: a PASS now needs the drop shown within max_drop "
-    "(pass_requires: evidence); pass_requires: no_evidence_of_harm keeps the old PASS"
+    "{where} sets inconclusive: fail but not pass_requires: a PASS needs the drop shown within "
+    "max_drop (pass_requires: evidence, the default since 0.1.0), else the unit is INCONCLUSIVE "
+    "and fails; pass_requires: no_evidence_of_harm passes unless a drop beyond it is shown"
 )
 
 
@@ -335,7 +338,7 @@ def parse_policy(data: Any, where: str = "policy file") -> Policy:
         values["inconclusive"] = reader.choice(top["inconclusive"], "inconclusive", Inconclusive)
     if "pass_requires" in top:
         values["pass_requires"] = reader.choice(top["pass_requires"], "pass_requires", PassRequires)
-    else:
+    elif values.get("inconclusive") is Inconclusive.FAIL:
         values["notices"] = (PASS_REQUIRES_NOTICE.format(where=where),)
     if top.get("metric") is not None:
         values["metric"] = reader.name(top["metric"], "metric")
