@@ -3,7 +3,8 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 
 - `steps`: what every check does (plan the candidate's run, refuse changed inputs, rerun the
   baseline's model where the hardware differs, run, and finish: pair, judge and label).
-- `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check.
+- `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check;
+  `foreign`: two runs read from another harness's files (lm-eval, Inspect), no model loaded.
 - `plan` and `timing`: the n and the minutes a baseline's units need; `shards`: the CI
   matrix that fits them in a job's budget.
 
@@ -17,6 +18,11 @@ from regress.checks.drift import (
 from regress.checks.fixed import (
     candidate_latency,
     check,
+)
+from regress.checks.foreign import (
+    check_foreign,
+    is_foreign,
+    read_samples,
 )
 from regress.checks.plan import (
     LIGHTEST_DISCORDANCE,
@@ -97,10 +103,12 @@ __all__ = [
     "candidate_plan",
     "check",
     "check_drift",
+    "check_foreign",
     "check_sequential",
     "example_seconds",
     "finish",
     "gate_time",
+    "is_foreign",
     "judge_cache",
     "labelled",
     "measure_throughput",
@@ -108,6 +116,7 @@ __all__ = [
     "plan_baseline",
     "plan_shards",
     "question_text",
+    "read_samples",
     "reference_rerun",
     "refuse_changed_inputs",
     "refuse_unit_typos",

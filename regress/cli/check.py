@@ -18,6 +18,9 @@ from regress.checks import (
     CheckResult,
     Rebaseline,
     candidate_plan,
+    check_foreign,
+    is_foreign,
+    read_samples,
 )
 from regress.checks import check as gate_check
 from regress.cli.baseline import store_option
@@ -46,12 +49,18 @@ from regress.gate.results import Comparison
 from regress.report.history import append_history, check_history_file, history_entry
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
-from regress.run.lm_eval_import import read_lm_eval_run
 from regress.stats import SequentialDesign
 
 
 @click.command()
-@click.option("--baseline", "-b", "baseline_name", required=True, help="Baseline name in --store.")
+@click.option("--baseline", "-b", "baseline_name", default=None, help="Baseline name in --store.")
+@click.option(
+    "--baseline-samples",
+    type=click.Path(path_type=Path),
+    help="Instead of --baseline: another harness's run as the baseline (lm-eval's "
+    "--output_path written with --log_samples, or an Inspect .eval/.json log); with "
+    "--candidate-samples no model is loaded.",
+)
 @click.option("--model", "-m", help="Candidate: .gguf path, folder or packaged name.")
 @click.option(
     "--candidate-run",
@@ -61,8 +70,8 @@ from regress.stats import SequentialDesign
 @click.option(
     "--candidate-samples",
     type=click.Path(path_type=Path),
-    help="Gate an lm-eval run (its --output_path, written with --log_samples) instead of "
-    "running --model.",
+    help="Gate an lm-eval run (its --output_path, written with --log_samples) or an Inspect "
+    "log (.eval, .json) instead of running --model.",
 )
 @click.option(
     "--name",
@@ -151,7 +160,8 @@ from regress.stats import SequentialDesign
 @run_options
 @handles_errors
 def check(
-    baseline_name: str,
+    baseline_name: str | None,
+    baseline_samples: Path | None,
     model: str | None,
     candidate_run: Path | None,
     candidate_samples: Path | None,
@@ -200,7 +210,13 @@ def check(
       regress check --baseline main --model cand.gguf --shard 0/2 --save-run shard0/
       regress merge shard0/ shard1/ -o cand/ && regress check -b main --candidate-run cand/
       regress check -b main --candidate-samples lm-eval-out/
+      regress check --baseline-samples base-out/ --candidate-samples cand-out/
+      regress check --baseline-samples base.eval --candidate-samples cand.eval
     """
+    if (baseline_name is None) == (baseline_samples is None):
+        raise click.UsageError("give exactly one of --baseline or --baseline-samples")
+    if baseline_samples is not None and candidate_samples is None:
+        raise click.UsageError("--baseline-samples gates --candidate-samples (no model is run)")
     if sum(x is not None for x in (model, candidate_run, candidate_samples)) != 1:
         raise click.UsageError(
             "give exactly one of --model, --candidate-run or --candidate-samples"
@@ -211,14 +227,10 @@ def check(
         check_replaceable(save_run)  # before the model runs, not after
     if record_history is not None:
         check_history_file(record_history)
-    if not Store(store).names() and not Store(store).path(baseline_name).exists():
-        # A new repository's first check: say how to make what it is compared against.
-        where = "" if store == Path("baselines") else f" --store {store}"
-        raise BadInput(
-            f"no baselines in {store} yet: make one first, e.g. regress baseline create "
-            f"--name {baseline_name} --model REFERENCE_MODEL --tasks builtin{where}"
-        )
-    base = Store(store).load(baseline_name)
+    if baseline_samples is not None:
+        base = read_samples(baseline_samples, "baseline")
+    else:
+        base = _stored_baseline(Store(store), str(baseline_name))
     policy = load_policy(policy_path)  # validated before the model runs
     if sequential and policy.sequential is None:
         policy = replace(policy, sequential=SequentialDesign())
@@ -272,6 +284,18 @@ def check(
     exit_with(result.exit_code)
 
 
+def _stored_baseline(store: Store, name: str) -> Run:
+    """Baseline `name`; a store with none yet says how to make one."""
+    if not store.names() and not store.path(name).exists():
+        # A new repository's first check: say how to make what it is compared against.
+        where = "" if store.root == Path("baselines") else f" --store {store.root}"
+        raise BadInput(
+            f"no baselines in {store.root} yet: make one first, e.g. regress baseline create "
+            f"--name {name} --model REFERENCE_MODEL --tasks builtin{where}"
+        )
+    return store.load(name)
+
+
 def _check_files(
     base: Run, candidate_run: Path | None, samples: Path | None, options: CheckOptions
 ) -> CheckResult:
@@ -279,13 +303,17 @@ def _check_files(
     if candidate_run is not None:
         return gate_check(base, read_run(candidate_run), options)
     assert samples is not None
+    candidate = read_samples(samples, "candidate")
+    if is_foreign(base):
+        return check_foreign(base, candidate, options)
     # The user chose these files, so a backend change needs no opt-in; it is still noise.
-    checked = gate_check(base, read_lm_eval_run(samples, "candidate"), options)
+    checked = gate_check(base, candidate, options)
     theirs, ours = checked.candidate.manifest.backend.name, base.manifest.backend.name
     if theirs == ours:
         return checked
+    source = candidate.manifest.environment["source"]
     note = (
-        f"candidate read from lm-eval files ({theirs}), baseline ran on {ours}: part of "
+        f"candidate read from {source} files ({theirs}), baseline ran on {ours}: part of "
         "any difference is backend noise, not the model"
     )
     result = checked.comparison

@@ -37,7 +37,7 @@ from regress.backends import parse_model_args
 from regress.backends.models import model_info
 from regress.core import safe_json
 from regress.core.errors import BadInput
-from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
+from regress.core.fingerprint import Cpu, HardwarePath, RuntimeFingerprint
 from regress.core.hashes import digest, task_hashes
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record
@@ -132,7 +132,11 @@ def _manifest(
     config = results.get("config") or {}
     model_args = _model_args(config.get("model_args"), path)
     lm_eval_version = str(results.get("lm_eval_version") or "")
-    transformers_version = str(results.get("transformers_version") or "")
+    env = _environment_dump(results.get("pretty_env_info"))
+    libraries = {
+        "torch": env.torch,
+        "transformers": str(results.get("transformers_version") or ""),
+    }
     return Manifest(
         name=name,
         created=_created(results.get("date")),
@@ -141,13 +145,10 @@ def _manifest(
         backend=RuntimeFingerprint(
             name=f"lm-eval:{config.get('model', 'unknown')}",
             version=lm_eval_version,
-            params={
-                **model_args,
-                **{k: config[k] for k in ("batch_size", "device") if config.get(k) is not None},
-            },
-            libraries={"transformers": transformers_version},
-            # lm-eval's files do not say which kernels computed them.
-            hardware=HardwarePath(kernels="unknown"),
+            params=run_params(config, model_args),
+            libraries={k: v for k, v in libraries.items() if v},
+            # lm-eval's files do not say which kernels computed them, only on what.
+            hardware=HardwarePath(kernels="unknown", cpu=Cpu(name=env.cpu)),
         ),
         suite_name="lm-eval",
         tasks=tasks,
@@ -155,10 +156,72 @@ def _manifest(
             "source": "lm-eval",
             "results_file": str(path),
             "lm_eval_version": lm_eval_version,
-            "transformers_version": transformers_version,
+            "libraries": libraries,
+            "gpu": env.gpu,
+            "model_source": str(results.get("model_source") or ""),
+            EVAL_SETTINGS: eval_settings(results),
         },
         command=f"lm-eval --model {config.get('model', '?')} --model_args "
         + ",".join(f"{k}={v}" for k, v in model_args.items()),
+    )
+
+
+EVAL_SETTINGS = "eval_settings"
+"""The `environment` key of an imported run's manifest holding what its harness applied to
+every prompt (regress.checks refuses two runs that differ in it)."""
+
+
+def run_params(config: dict[str, Any], model_args: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint's params: lm-eval's `model_args` as given (pretrained, revision, dtype,
+    tensor/data-parallel size, ...), then what lm-eval resolved: revision and dtype when the
+    arguments left them to the default, batch size and device."""
+    params = dict(model_args)
+    resolved = {"revision": config.get("model_revision"), "dtype": config.get("model_dtype")}
+    for key, value in resolved.items():
+        if key not in params and value not in (None, ""):
+            params[key] = str(value).removeprefix("torch.")
+    for key in ("batch_size", "device"):
+        if config.get(key) not in (None, ""):
+            params[key] = config[key]
+    return params
+
+
+def eval_settings(results: dict[str, Any]) -> dict[str, Any]:
+    """What an lm-eval run applied to every prompt or generation, beyond its tasks' configs:
+    the chat template and system instruction (by sha256), few-shot as turns, and the
+    command line's generation kwargs. Two runs that differ here did not ask the same thing."""
+    config = results.get("config") or {}
+    return {
+        "chat_template_sha": results.get("chat_template_sha"),
+        "system_instruction_sha": results.get("system_instruction_sha"),
+        "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
+        "gen_kwargs": config.get("gen_kwargs") or {},
+    }
+
+
+@dataclass(frozen=True)
+class _EnvDump:
+    """What lm-eval's `pretty_env_info` (torch's collect_env output) says about the machine."""
+
+    torch: str = ""
+    cpu: str = ""
+    gpu: str = ""
+
+
+def _environment_dump(text: Any) -> _EnvDump:
+    if not isinstance(text, str):
+        return _EnvDump()
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    gpu = fields.get("GPU models and configuration", "")
+    return _EnvDump(
+        torch=fields.get("PyTorch version", ""),
+        cpu=fields.get("Model name", ""),
+        # torch says "Could not collect" on a machine without a GPU.
+        gpu="" if gpu in ("Could not collect", "N/A") else gpu,
     )
 
 
@@ -425,4 +488,12 @@ def _created(date: Any) -> str:
     return when.isoformat(timespec="seconds")
 
 
-__all__ = ["LmEvalFiles", "canonical_doc", "find_lm_eval_files", "read_lm_eval_run"]
+__all__ = [
+    "EVAL_SETTINGS",
+    "LmEvalFiles",
+    "canonical_doc",
+    "find_lm_eval_files",
+    "eval_settings",
+    "read_lm_eval_run",
+    "run_params",
+]
