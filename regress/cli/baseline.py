@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import click
@@ -33,6 +34,7 @@ from regress.cli.common import (
     stdout,
     task_catalog,
     task_options,
+    write_report,
 )
 from regress.core.errors import BadInput
 from regress.core.hashes import task_hashes
@@ -56,7 +58,7 @@ from regress.gate.integrity import (
 from regress.gate.policy import load_policy
 from regress.proxy.build import strata_problems
 from regress.run.generation import GenerationSettings
-from regress.run.lm_eval_import import read_lm_eval_run
+from regress.run.lm_eval_import import lm_eval_selection, read_lm_eval_run
 from regress.run.runner import RunPlan, suite_specs
 
 store_option = click.option(
@@ -361,3 +363,45 @@ def import_lm_eval(samples_dir: Path, name: str, tasks: str | None, store: Path)
         f"imported lm-eval run as baseline {name!r}: {n} examples in {len(run.records)} "
         f"tasks -> {path}"
     )
+
+
+@baseline.command("export-samples")
+@click.argument("name")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Write lm-eval's --samples JSON here.",
+)
+@store_option
+@handles_errors
+def export_samples(name: str, output: Path, store: Path) -> None:
+    """Write lm-eval's `--samples` file for baseline (or proxy) NAME: each task's doc ids,
+    so lm-eval evaluates exactly the gated examples and only those.
+
+    \b
+    Example:
+      regress baseline export-samples proxy -o samples.json
+      lm-eval --model hf --model_args pretrained=DIR --tasks arc_easy \\
+        --samples samples.json --output_path out/ --log_samples
+      regress check -b proxy --candidate-samples out/
+    """
+    run = Store(store).load(name)
+    selection = lm_eval_selection(run)
+    write_report(output, json.dumps(selection) + "\n")
+    tasks = ",".join(selection)
+    shots = sorted({info.num_fewshot for info in run.manifest.tasks.values()})
+    n = sum(len(ids) for ids in selection.values())
+    click.echo(f"wrote {n} doc ids of {len(selection)} tasks -> {output}")
+    if len(shots) == 1:
+        click.echo(
+            f"run: lm-eval --tasks {tasks} --num_fewshot {shots[0]} --samples {output} "
+            "--log_samples --output_path OUT (no --limit)"
+        )
+    else:
+        click.echo(
+            f"warning: the tasks ran with different shots ({shots}): run lm-eval once per "
+            "shot count, each with its tasks",
+            err=True,
+        )

@@ -403,6 +403,23 @@ def _record(task: str, sample: _Sample, settings: _TaskSettings) -> Record:
     )
 
 
+def lm_eval_selection(run: Run) -> dict[str, list[int]]:
+    """lm-eval's `--samples` mapping for `run`: task -> the doc ids it holds, so lm-eval
+    evaluates exactly a baseline's (or a proxy's) examples and only those. lm-eval 0.4.13
+    takes it as JSON text or a file (`--samples FILE`; not with `--limit`).
+
+    BadInput for a task only regress can run (a prompt format or an instruction of the
+    user's, `TASK@...`): lm-eval would find no task of that name."""
+    regress_only = sorted(name for name in run.records if "@" in name)
+    if regress_only:
+        raise BadInput(
+            f"{', '.join(regress_only[:3])}: prompt variants only regress runs; lm-eval has no "
+            "such task"
+        )
+    records = sorted(run.records.items())
+    return {task: sorted(r.doc_id for r in found) for task, found in records}
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = safe_json.loads(path.read_text(encoding="utf-8"))
@@ -493,6 +510,7 @@ __all__ = [
     "LmEvalFiles",
     "canonical_doc",
     "find_lm_eval_files",
+    "lm_eval_selection",
     "eval_settings",
     "read_lm_eval_run",
     "run_params",
