@@ -58,6 +58,7 @@ from regress.gate.integrity import (
 from regress.gate.policy import load_policy
 from regress.proxy.build import strata_problems
 from regress.run.generation import GenerationSettings
+from regress.run.inspect_import import read_inspect_log
 from regress.run.lm_eval_import import lm_eval_selection, read_lm_eval_run
 from regress.run.runner import RunPlan, suite_specs
 
@@ -363,6 +364,37 @@ def import_lm_eval(samples_dir: Path, name: str, tasks: str | None, store: Path)
         f"imported lm-eval run as baseline {name!r}: {n} examples in {len(run.records)} "
         f"tasks -> {path}"
     )
+
+
+@baseline.command("import-inspect")
+@click.option(
+    "--log",
+    "log_file",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="An Inspect log (.eval or .json), as `inspect eval` writes it.",
+)
+@click.option("--name", required=True, help="Baseline name, e.g. main.")
+@click.option("--scorer", default=None, help="The scorer to gate on (default: the log's first).")
+@store_option
+@handles_errors
+def import_inspect(log_file: Path, name: str, scorer: str | None, store: Path) -> None:
+    """Store an Inspect log's per-sample scores as baseline NAME, without rerunning anything.
+
+    Samples pair by id (and epoch) with another log of the same task:
+    `regress check -b NAME --candidate-samples other.eval`.
+
+    \b
+    Example:
+      inspect eval task.py --model openai/gpt-4o-mini --log-dir logs/
+      regress baseline import-inspect --log logs/2026-...eval --name main
+    """
+    validate_name(name)
+    run = read_inspect_log(log_file, name, scorer)
+    check_fit_to_store(run)
+    path = Store(store).save(run)
+    n = sum(t.n for t in run.manifest.tasks.values())
+    click.echo(f"imported Inspect log as baseline {name!r}: {n} samples -> {path}")
 
 
 @baseline.command("export-samples")
