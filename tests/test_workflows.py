@@ -22,6 +22,7 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 WORKFLOW_NAMES = (
     "ci.yml",
     "accuracy-gate.yml",
+    "accuracy-gate-sharded.yml",
     "drift.yml",
     "comment.yml",
     "history.yml",
