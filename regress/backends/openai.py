@@ -23,8 +23,9 @@ from typing import Any, TypeVar
 
 import httpx
 
-from regress.backends import http_deadline
+from regress.backends import http_deadline, server_facts
 from regress.backends.base import Progress, setting
+from regress.backends.server_facts import ServerFacts
 from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.core.requests import (
@@ -50,7 +51,9 @@ MAX_REPLY_BYTES = 8 * 2**20
 log-probs takes a few MB; 24 judge replies of 30 MB once took 2.8 GB. A larger reply is that
 request's error."""
 _VERSION_BYTES = 64 * 2**10
-"""A version reply is a few dozen bytes."""
+"""A version reply is a few dozen bytes, llama-server's /props a few KB."""
+_METRICS_BYTES = 2 * 2**20
+"""vLLM's /metrics is about 100 KB of Prometheus text."""
 MAX_TOKEN_CHARS = 256
 """The most characters one token decodes to. Vocabularies' longest tokens are runs of spaces
 or punctuation (81 characters in SmolLM2's); a reply longer than `max_tokens` of these came
@@ -87,6 +90,13 @@ class OpenAIBackend:
         concurrency: int = 4,
         chat: bool = True,
         model_sha256: str = "",
+        dtype: str = "",
+        max_model_len: int | None = None,
+        max_num_seqs: int | None = None,
+        prefix_caching: bool | None = None,
+        batch_invariant: bool | None = None,
+        tensor_parallel_size: int | None = None,
+        data_parallel_size: int | None = None,
     ) -> None:
         """Connect to the server at `base_url` (e.g. http://127.0.0.1:8000/v1).
 
@@ -96,6 +106,11 @@ class OpenAIBackend:
         weights (their sha256: 64 hex digits); without it results are never cached, since a server
         can swap the weights behind a name. `timeout` bounds each whole request, however slowly
         the server sends its answer.
+
+        The server's fingerprint (`server_facts`) is read from the server where it reports
+        it; `dtype`, `max_model_len`, `max_num_seqs`, `prefix_caching`, `batch_invariant`,
+        `tensor_parallel_size` and `data_parallel_size` declare what it does not (a
+        declaration the server contradicts is refused).
         """
         if not base_url:
             raise BadInput(
@@ -108,6 +123,15 @@ class OpenAIBackend:
         self.model_name = model_name or model
         self.chat = chat
         self.model_sha256 = setting("model_sha256", model_sha256, str)
+        self._declared = _declared(
+            dtype=dtype,
+            max_model_len=max_model_len,
+            max_num_seqs=max_num_seqs,
+            prefix_caching=prefix_caching,
+            batch_invariant=batch_invariant,
+            tensor_parallel_size=tensor_parallel_size,
+            data_parallel_size=data_parallel_size,
+        )
         self._timeout = timeout
         self._cache_prompt_field = True
         """llama.cpp's servers reuse a cached prompt prefix by default, which computes the
@@ -125,11 +149,12 @@ class OpenAIBackend:
             transport=http_deadline.transport(httpx.Limits(max_connections=concurrency)),
         )
         try:
-            self.served_model = self._served_model()
-        except RunFailed:
+            self.served_model, models = self._served_model()
+            self.server_version = self._server_version()
+            self.server = self._server_facts(models)
+        except (RunFailed, BadInput):
             self._client.close()
             raise
-        self.server_version = self._server_version()
 
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
@@ -153,8 +178,10 @@ class OpenAIBackend:
         return self._map(self._generate_one, requests, progress)
 
     def fingerprint(self) -> RuntimeFingerprint:
-        """The server and model that answered, and the settings that change results; the
-        server computes, so its hardware path is unknown here."""
+        """The server and model that answered, and the settings that change results. The
+        server computes, so its hardware path is what it says of its layout (parallel
+        degrees, batching, prefix caching); its other facts are part of the build."""
+        server = self.server.record()
         return RuntimeFingerprint(
             name=self.name,
             version=self.server_version or "unknown",
@@ -165,9 +192,10 @@ class OpenAIBackend:
                 "chat": self.chat,
                 "model_sha256": self.model_sha256,
                 "concurrency": self._concurrency,
+                **self._declared,
             },
-            hardware=HardwarePath(kernels="server"),
-            build={"served_model": self.served_model},
+            hardware=HardwarePath(kernels=" ".join(filter(None, ("server", self.server.layout())))),
+            build={"served_model": self.served_model} | ({"server": server} if server else {}),
         )
 
     def close(self) -> None:
@@ -371,28 +399,66 @@ class OpenAIBackend:
         ):
             return http_deadline.read_at_most(response, MAX_REPLY_BYTES)
 
-    def _served_model(self) -> str:
-        """The served model's id from GET /models (raises RunFailed if the server is down)."""
+    def _served_model(self) -> tuple[str, dict[str, Any]]:
+        """The served model's id and the whole reply of GET /models (raises RunFailed if the
+        server is down)."""
         answer = self._call("GET", f"{self.base_url}/models")
         if isinstance(answer, FailedResult):
             raise RunFailed(answer.message)
         data = answer.get("data") if isinstance(answer, dict) else None
         ids = [m.get("id", "") for m in data or [] if isinstance(m, dict)]
         if self.model_name in ids or len(ids) != 1:
-            return self.model_name
-        return ids[0]
+            return self.model_name, answer
+        return ids[0], answer
 
     def _server_version(self) -> str | None:
         """vLLM reports its version at <root>/version; most other servers report none."""
+        answer = self._small_json("version")
+        version = answer.get("version") if isinstance(answer, dict) else None
+        return None if version is None else str(version)
+
+    def _server_facts(self, models: dict[str, Any]) -> ServerFacts:
+        """What the server reports of its compute path, joined with what the user declared.
+
+        A vLLM server (one that reports a version) is asked for one token, whose reply
+        carries its `system_fingerprint`, and for its /metrics; any other server for
+        llama-server's /props. A server that answers none of these reports nothing."""
+        reported = [server_facts.from_models(models, self.served_model)]
+        if self.server_version is not None:
+            reply = self._post(
+                "completions",
+                {"model": self.model_name, "prompt": _PROBE, "max_tokens": 1, "temperature": 0},
+            )
+            if isinstance(reply, dict):
+                reported.append(
+                    server_facts.from_system_fingerprint(reply.get("system_fingerprint"))
+                )
+            metrics = self._small_get("metrics", _METRICS_BYTES)
+            reported.append(server_facts.from_metrics(metrics.text if metrics else None))
+        else:
+            reported.append(server_facts.from_props(self._small_json("props")))
+        return server_facts.combine(reported, self._declared, self.base_url)
+
+    def _small_get(self, path: str, limit: int = _VERSION_BYTES) -> httpx.Response | None:
+        """GET <origin>/<path> (outside /v1), read up to `limit` bytes within 5 seconds; None
+        when the server does not answer it with success."""
         origin = self.base_url.removesuffix("/v1")
         try:
             with (
                 http_deadline.deadline(min(self._timeout, 5.0)),
-                self._client.stream("GET", f"{origin}/version") as streamed,
+                self._client.stream("GET", f"{origin}/{path}") as streamed,
             ):
-                response = http_deadline.read_at_most(streamed, _VERSION_BYTES)
-            return str(response.json()["version"]) if response.is_success else None
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                response = http_deadline.read_at_most(streamed, limit)
+        except httpx.HTTPError:  # ReplyTooLarge is one
+            return None
+        return response if response.is_success else None
+
+    def _small_json(self, path: str) -> object:
+        """`_small_get`'s reply as JSON; None when there is none."""
+        response = self._small_get(path)
+        try:
+            return response.json() if response is not None else None
+        except ValueError:
             return None
 
 
@@ -507,6 +573,22 @@ def _finish(choice: dict[str, Any]) -> Finish:
     if reason == "stop" and "stop_reason" in choice:
         return "eos" if choice["stop_reason"] is None else "stop"
     return "unknown"
+
+
+def _declared(**facts: Any) -> dict[str, Any]:
+    """The server facts the user declared, type-checked (None or '' is undeclared)."""
+    kinds: dict[str, type] = {"dtype": str, "prefix_caching": bool, "batch_invariant": bool}
+    declared = {}
+    for name, value in facts.items():
+        if value is None or value == "":
+            continue
+        kind = kinds.get(name, int)
+        if kind is int:
+            setting(name, value, int, 1)
+        elif not isinstance(value, kind):
+            raise BadInput(f"--model-args: {name} must be {kind.__name__}, got {value!r:.40}")
+        declared[name] = value
+    return declared
 
 
 def _api_root(base_url: str) -> str:

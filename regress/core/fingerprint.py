@@ -187,7 +187,9 @@ def hardware_differences(old: RuntimeFingerprint, new: RuntimeFingerprint) -> li
     if old_k != new_k:
         gone = " ".join(sorted(old_k - new_k)) or "-"
         added = " ".join(sorted(new_k - old_k)) or "-"
-        changes.append(f"CPU build kernels differ: only in the baseline {gone}; only here {added}")
+        # A server's "kernels" are its layout: parallel degrees, batching, prefix caching.
+        what = "server layout differs" if "server" in old_k & new_k else "CPU build kernels differ"
+        changes.append(f"{what}: only in the baseline {gone}; only here {added}")
     if old.hardware.cpu.label() != new.hardware.cpu.label():
         changes.append(f"CPU {old.hardware.cpu.label()} -> {new.hardware.cpu.label()}")
     return changes

@@ -15,19 +15,22 @@ from regress.core.records import Record
 
 def _identity(m: Manifest) -> dict[str, Any]:
     """What shards must share, by name: the model, the suite and the compute path (backend,
-    version, result settings, the CPU build's kernels, its build description and the
-    libraries that compute). Speed settings, the CPU's model and the thread count may differ:
-    they do not move floats."""
+    version, result settings, the CPU build's kernels, its build description, a server's
+    fingerprint and the libraries that compute). Speed settings, the CPU's model and the
+    thread count may differ: they do not move floats."""
     tasks = {
         k: (t.group, t.num_fewshot, t.metric, t.output_type, t.limit) for k, t in m.tasks.items()
     }
+    build = dict(m.backend.build)
     return {
         "model": m.model.sha256,
         "backend": m.backend.name,
         "version": m.backend.version,
         "params": result_params(m.backend.params),
         "kernels": m.backend.hardware.kernels,
-        "build": m.backend.build,
+        # Named apart, so a refusal says which of the server's facts differ.
+        "server": build.pop("server", {}),
+        "build": build,
         "libraries": m.backend.libraries,
         "suite": m.suite_name,
         "tasks": tasks,
