@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from test_merge_identity import _relabel, _shards
 
-from regress.backends import load_backend, server_facts
+from regress.backends import batch_probe, load_backend, server_facts
 from regress.backends.server_facts import ServerFacts
 from regress.core.errors import BadInput
 from regress.core.fingerprint import RuntimeFingerprint, hardware_differences
@@ -37,11 +38,33 @@ def _vllm(fingerprint: str = "vllm-0.32.0-bcc7bf8e", **_: Any) -> dict[str, Any]
         "/version": {"version": "0.32.0"},
         "/v1/models": {"data": [{"id": "m", "max_model_len": 2048}]},
         "/metrics": VLLM_METRICS,
-        "/v1/completions": {
-            "choices": [{"text": " Paris", "index": 0, "finish_reason": "length"}],
-            "system_fingerprint": fingerprint,
-        },
+        "/v1/completions": _completion(fingerprint, -0.25),
     }
+
+
+def _completion(fingerprint: str, logprob: float) -> dict[str, Any]:
+    logprobs = {"tokens": [" Paris"], "token_logprobs": [logprob], "text_offset": [0]}
+    choice = {"text": " Paris", "index": 0, "finish_reason": "length", "logprobs": logprobs}
+    return {"choices": [choice], "system_fingerprint": fingerprint}
+
+
+def _batching_vllm() -> dict[str, Any]:
+    """A server whose log-probs move with the requests it computes at once, as a GPU server
+    without batch-invariant kernels does: each request waits 0.2 s, and its log-prob is
+    lowered by 1e-7 per other request in flight."""
+    in_flight = [0]
+    lock = threading.Lock()
+
+    def answer() -> dict[str, Any]:
+        with lock:
+            in_flight[0] += 1
+        time.sleep(0.2)
+        with lock:
+            others = in_flight[0] - 1
+            in_flight[0] -= 1
+        return _completion("vllm-0.32.0-bcc7bf8e", -0.25 - 1e-7 * others)
+
+    return {**_vllm(), "/v1/completions": answer}
 
 
 def _llama_server() -> dict[str, Any]:
@@ -58,6 +81,8 @@ def _server(routes: dict[str, Any]) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             answer = routes.get(self.path)
+            if callable(answer):
+                answer = answer()
             if answer is None:
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -173,7 +198,7 @@ def test_the_server_fingerprint_keys_the_cache() -> None:
     routes = _vllm()
     with _server(routes) as url:
         float32 = _loaded(url)
-        routes["/v1/completions"] = _vllm("vllm-0.32.0-5d1e0f77")["/v1/completions"]
+        routes["/v1/completions"] = _completion("vllm-0.32.0-5d1e0f77", -0.25)
         bfloat16 = _loaded(url)
         routes.update(_vllm())
         again = _loaded(url)
@@ -203,3 +228,55 @@ def test_another_server_layout_is_a_hardware_difference() -> None:
         "only here tensor_parallel_size=4"
     ]
     assert hardware_differences(one, dataclasses.replace(one)) == []
+
+
+def test_a_server_whose_log_probs_move_with_the_batch_records_its_concurrency() -> None:
+    with _server(_batching_vllm()) as url:
+        eight, four = _loaded(url, concurrency=8), _loaded(url, concurrency=4)
+        alone = _loaded(url, concurrency=1)
+    assert eight.build["server"]["batch_dependent"] is True
+    assert eight.build["server"]["concurrency"] == 8
+    assert eight.hardware.kernels.endswith("batch_dependent=on concurrency=8")
+    # Concurrency is then part of the compute path: no cache or merge mixes 8 with 4.
+    weights = "ab" * 32
+    assert model_key(weights, eight) != model_key(weights, four)
+    assert hardware_differences(four, eight) == [
+        "server layout differs: only in the baseline concurrency=4; only here concurrency=8"
+    ]
+    # One request at a time is never batched: nothing to probe, nothing recorded.
+    assert "batch_dependent" not in alone.build["server"]
+
+
+def test_a_batch_invariant_server_keeps_concurrency_a_speed_setting() -> None:
+    """The probe's log-probs equal alone and in a batch: runs at any concurrency share a
+    compute path (and so a cache and a merge)."""
+    with _server(_vllm()) as url:
+        eight, two = _loaded(url, concurrency=8), _loaded(url, concurrency=2)
+    assert "batch_dependent" not in eight.build["server"]
+    assert eight.compute_key() == two.compute_key()
+    assert eight.params["concurrency"] == 8
+
+
+def test_the_probe_compares_each_prompt_alone_and_in_a_full_batch() -> None:
+    sent: list[tuple[str, int]] = []
+    lock = threading.Lock()
+    active = [0]
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            active[0] += 1
+            sent.append((body["prompt"], active[0]))
+        time.sleep(0.1)
+        with lock:
+            active[0] -= 1
+        return _completion("", -0.5)
+
+    assert batch_probe.batch_dependent(send, "m", 6) is False
+    prompts = [prompt for prompt, _ in sent]
+    k = len(batch_probe.PROBES)
+    assert prompts[:k] == list(batch_probe.PROBES)  # alone, one at a time
+    assert all(depth == 1 for _, depth in sent[:k])
+    assert sorted(prompts[k:]) == sorted([*batch_probe.PROBES, *[batch_probe.FILLER] * 2])
+    assert max(depth for _, depth in sent[k:]) > 1  # the batch was in flight together
+    # A server without log-probs cannot be measured.
+    assert batch_probe.batch_dependent(lambda body: {"choices": [{}]}, "m", 4) is None

@@ -18,12 +18,12 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import httpx
 
-from regress.backends import http_deadline, server_facts
+from regress.backends import batch_probe, http_deadline, server_facts
 from regress.backends.base import Progress, setting
 from regress.backends.server_facts import ServerFacts
 from regress.core.errors import BadInput, RunFailed
@@ -140,6 +140,7 @@ class OpenAIBackend:
         self._max_retries = max_retries
         self._concurrency = concurrency
         self._echo_checked = False
+        self._batch_probed = False
         headers = {}
         if key := _api_key(api_key_env):
             headers["Authorization"] = f"Bearer {key}"
@@ -181,6 +182,9 @@ class OpenAIBackend:
         """The server and model that answered, and the settings that change results. The
         server computes, so its hardware path is what it says of its layout (parallel
         degrees, batching, prefix caching); its other facts are part of the build."""
+        if self._concurrency > 1 and not self._batch_probed:
+            self.server = self._probed(self.server)
+            self._batch_probed = True
         server = self.server.record()
         return RuntimeFingerprint(
             name=self.name,
@@ -438,6 +442,21 @@ class OpenAIBackend:
         else:
             reported.append(server_facts.from_props(self._small_json("props")))
         return server_facts.combine(reported, self._declared, self.base_url)
+
+    def _probed(self, facts: ServerFacts) -> ServerFacts:
+        """`facts` with what `batch_probe` measured. A batch-dependent server's results
+        depend on the run's concurrency, which is then recorded with them; an invariant one
+        (or one that gives no log-probs to compare) records nothing, so runs at any
+        concurrency share one compute path."""
+        try:
+            dependent = batch_probe.batch_dependent(
+                lambda body: self._post("completions", body), self.model_name, self._concurrency
+            )
+        except RunFailed:  # a chat-only server: no completions endpoint to probe
+            dependent = None
+        if not dependent:
+            return facts
+        return replace(facts, batch_dependent=True, concurrency=self._concurrency)
 
     def _small_get(self, path: str, limit: int = _VERSION_BYTES) -> httpx.Response | None:
         """GET <origin>/<path> (outside /v1), read up to `limit` bytes within 5 seconds; None

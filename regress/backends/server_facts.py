@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from regress.core.errors import BadInput
@@ -25,6 +25,8 @@ LAYOUT = (
     "batch_invariant",
     "tensor_parallel_size",
     "data_parallel_size",
+    "batch_dependent",
+    "concurrency",
 )
 """The facts about how a server lays out its work: a difference here between a baseline and a
 candidate is a difference of hardware path (`check`'s rebaseline decision), not the change
@@ -47,6 +49,11 @@ class ServerFacts:
     batch_invariant: bool | None = None
     tensor_parallel_size: int | None = None
     data_parallel_size: int | None = None
+    batch_dependent: bool | None = None
+    """Measured (`batch_probe`): True when a probe's log-probs moved inside a batch."""
+    concurrency: int | None = None
+    """The run's concurrency, recorded only when the server is batch-dependent: then it is
+    part of what computed the floats."""
 
     def record(self) -> dict[str, Any]:
         """The known facts, for the manifest's `build.server` (unknown ones left out)."""
@@ -56,12 +63,6 @@ class ServerFacts:
         """The known layout facts as `name=value` words, for the hardware path's kernels."""
         known = self.record()
         return " ".join(f"{name}={_word(known[name])}" for name in LAYOUT if name in known)
-
-
-DECLARABLE = tuple(
-    f.name for f in fields(ServerFacts) if f.name not in ("engine", "system_fingerprint")
-)
-"""The facts a user may declare as model args."""
 
 
 def _word(value: object) -> str:
