@@ -75,6 +75,7 @@ def render_markdown(run: BenchRun) -> str:
                 f"{_ms(lat.e2el, 'mean', 'p50', 'p95', 'p99')} | {lat.output_throughput:.2f} |"
             )
     lines += _serving_lines(run)
+    lines += _engine_lines(run)
     lines += [
         "",
         "| model | load s | RSS at start | peak RSS | CPU % (of N cores) | GPU | sampler |",
@@ -108,10 +109,12 @@ def _serving_lines(run: BenchRun) -> list[str]:
         return []
     o = run.options
     rate = "all sent at once" if math.isinf(o.request_rate) else f"{o.request_rate:g} req/s"
+    # Ollama cannot ignore the end of sequence: its requests stop there or at the limit.
+    each = "at most" if o.backend == "ollama" else "each"
     lines = [
         "",
         f"Server: {o.num_requests} requests per level over {len(o.prompts)} prompts, "
-        f"{o.output_len} output tokens each, {rate}. Milliseconds, vLLM's definitions.",
+        f"{o.output_len} output tokens {each}, {rate}. Milliseconds, vLLM's definitions.",
         "",
         "| model | concurrency | done | failed | req/s | output tok/s | goodput req/s | "
         "TTFT p50 / p99 | TPOT mean / p99 | ITL p99 | E2EL p50 / p99 |",
@@ -133,6 +136,33 @@ def _serving_lines(run: BenchRun) -> list[str]:
             f"{flagged} request(s) reported output token counts that disagree with the tokens "
             "they streamed; the streamed counts were used.",
         ]
+    return lines
+
+
+def _engine_lines(run: BenchRun) -> list[str]:
+    """Ollama's own timings of the same requests, one row per model and concurrency level."""
+    timed = [(r, r.engine) for r in run.results if r.engine is not None]
+    if not timed:
+        return []
+    lines = [
+        "",
+        "As Ollama timed them (its final object's nanoseconds; tokens/s per request, mean ± "
+        "sd over requests: `eval_count / eval_duration * 10^9`, the prompt's likewise):",
+        "",
+        "| model | Ollama | first load ms | concurrency | requests | prompt tok/s | "
+        "eval tok/s | prompt tokens | eval tokens |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r, engine in timed:
+        for level in engine.levels:
+            prompt, evals = level.prompt_ts, level.eval_ts
+            lines.append(
+                f"| {r.model.ref} | {engine.version} | {engine.first_load_ms:.1f} | "
+                f"{level.concurrency} | {len(level.requests)} | "
+                f"{prompt.mean:.2f} ± {prompt.sd:.2f} | {evals.mean:.2f} ± {evals.sd:.2f} | "
+                f"{sum(t.prompt_eval_count for t in level.requests)} | "
+                f"{sum(t.eval_count for t in level.requests)} |"
+            )
     return lines
 
 
@@ -186,6 +216,15 @@ def jsonl_rows(run: BenchRun) -> Iterator[dict[str, Any]]:
                 "goodput": level.goodput,
                 **{name: vars(getattr(lat, name)) for name in ("ttft", "tpot", "itl", "e2el")},
             }
+        for engine_level in r.engine.levels if r.engine is not None else ():
+            for name in ("prompt_ts", "eval_ts"):
+                yield {
+                    **base,
+                    "measurement": f"ollama_{name}",
+                    "unit": "tokens/s",
+                    "concurrency": engine_level.concurrency,
+                    **vars(getattr(engine_level, name)),
+                }
         res = r.resources
         yield {**base, "measurement": "peak_rss", "unit": "bytes", "value": res.peak_rss_bytes}
         yield {**base, "measurement": "cpu", "unit": "percent", "value": res.cpu_percent_mean}

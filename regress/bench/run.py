@@ -18,6 +18,7 @@ from regress.backends import load_backend
 from regress.backends.models import model_info
 from regress.bench.latency import LatencyResult, latency_bench
 from regress.bench.micro import micro_bench
+from regress.bench.ollama import EngineFigures, ollama_fingerprint, run_ollama
 from regress.bench.prompts import BUILTIN_PROMPTS
 from regress.bench.resources import Resources, ResourceSampler
 from regress.bench.serving import ServingLevel, ServingOptions, run_serving
@@ -30,6 +31,9 @@ SCHEMA = "regress-bench/1"
 TIMED_BACKENDS = ("llama_cpp", "hf")
 """In-process backends with the timed paths bench needs (prompt and generation tests,
 streaming); `openai` servers are measured over HTTP (regress.bench.serving)."""
+SERVED = ("openai", "ollama")
+"""Servers measured over HTTP: any OpenAI-compatible one, and Ollama's native API
+(regress.bench.ollama), whose own timings are kept beside the client's."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +71,14 @@ class BenchOptions:
     def __post_init__(self) -> None:
         if not self.models:
             raise BadInput("bench needs at least one model")
-        if self.backend not in (*TIMED_BACKENDS, "openai"):
+        if self.backend not in (*TIMED_BACKENDS, *SERVED):
             raise BadInput(
-                f"regress bench times {', '.join(TIMED_BACKENDS)} in-process and openai "
-                f"servers; {self.backend} has no timed path yet"
+                f"regress bench times {', '.join(TIMED_BACKENDS)} in-process and "
+                f"{', '.join(SERVED)} servers; {self.backend} has no timed path yet"
             )
         if self.runs < 1 or self.warmup < 0 or self.output_len < 0:
             raise BadInput("bench: --runs must be >= 1, --warmup and --output-len >= 0")
-        if not (self.n_prompt or self.n_gen or self.output_len) and self.backend != "openai":
+        if not (self.n_prompt or self.n_gen or self.output_len) and self.backend not in SERVED:
             raise BadInput("bench: nothing to measure (-p 0 -n 0 --output-len 0)")
         if any(n < 1 for n in (*self.n_prompt, *self.n_gen)):
             raise BadInput("bench: -p and -n sizes must be >= 1")
@@ -95,7 +99,9 @@ class ModelBench:
     latency: LatencyResult | None
     resources: Resources
     serving: tuple[ServingLevel, ...] = ()
-    """openai: one run per concurrency level."""
+    """openai, ollama: one run per concurrency level."""
+    engine: EngineFigures | None = None
+    """ollama: the server's own timings of the same requests."""
 
 
 @dataclass(frozen=True)
@@ -185,10 +191,11 @@ def _timeout(args: dict[str, object]) -> float:
 
 
 def bench_server(name: str, options: BenchOptions, progress: Progress) -> ModelBench:
-    """A served model: vLLM-style runs per concurrency level, sampling the server's tree."""
+    """A served model: vLLM-style runs per concurrency level, sampling the server's tree;
+    an Ollama server through its native API, with its own timings too."""
     args = dict(options.model_args)
     if not args.get("base_url"):
-        raise BadInput("openai: --model-args needs base_url=http://HOST:PORT/v1")
+        raise BadInput(f"{options.backend}: --model-args needs base_url=http://HOST:PORT/v1")
     serving = ServingOptions(
         base_url=str(args["base_url"]),
         model=str(args.get("model_name", name)),
@@ -205,9 +212,13 @@ def bench_server(name: str, options: BenchOptions, progress: Progress) -> ModelB
         sampler = ResourceSampler(options.sample_interval_s, options.server_pid)
     except psutil.NoSuchProcess as exc:
         raise BadInput(f"--server-pid {options.server_pid}: no such process") from exc
+    engine = None
     with sampler:
         progress(f"{name}: concurrency {', '.join(map(str, options.concurrency))}")
-        levels = run_serving(serving)
+        if options.backend == "ollama":
+            levels, engine = run_ollama(serving)
+        else:
+            levels = run_serving(serving)
     for level in levels:
         if not level.latency.requests:
             # No figure to report: a table of 0.00 t/s and nan would read as a measurement.
@@ -215,19 +226,22 @@ def bench_server(name: str, options: BenchOptions, progress: Progress) -> ModelB
                 f"{name}: every request at concurrency {level.concurrency} failed "
                 f"({level.failed} of {level.failed}), first: {level.errors[0]}"
             )
-    fingerprint = RuntimeFingerprint(
-        name="openai",
-        version="server",
-        params={"base_url": serving.base_url, "model_name": serving.model},
-        hardware=HardwarePath(kernels="server"),
-    )
+    if engine is not None:
+        fingerprint = ollama_fingerprint(engine.version, serving)
+    else:
+        fingerprint = RuntimeFingerprint(
+            name="openai",
+            version="server",
+            params={"base_url": serving.base_url, "model_name": serving.model},
+            hardware=HardwarePath(kernels="server"),
+        )
     info = ModelInfo(ref=name, sha256=str(args.get("model_sha256", "")))
-    return ModelBench(info, fingerprint, None, (), None, sampler.result(), levels)
+    return ModelBench(info, fingerprint, None, (), None, sampler.result(), levels, engine)
 
 
 def run_bench(options: BenchOptions, progress: Progress = lambda _: None) -> BenchRun:
     """Benchmark each model in turn (one model in memory at a time)."""
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    measure = bench_server if options.backend == "openai" else bench_model
+    measure = bench_server if options.backend in SERVED else bench_model
     results = tuple(measure(ref, options, progress) for ref in options.models)
     return BenchRun(created, __version__, options, results)

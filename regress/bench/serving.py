@@ -15,8 +15,9 @@ import json
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ async def _one(
         if response.status_code != 200:
             body = (await response.aread()).decode(errors="replace")[:200]
             raise RuntimeError(f"HTTP {response.status_code}: {body}")
-        async for line in _lines(response):
+        async for line in stream_lines(response):
             if not line.startswith("data:") or line.strip() == "data: [DONE]":
                 continue
             chunk = json.loads(line[5:])
@@ -149,7 +150,7 @@ async def _one(
     return RequestTiming(index, prompt_tokens, n_out, ms[0], ms[-1], gaps), flagged
 
 
-async def _lines(response) -> AsyncIterator[str]:
+async def stream_lines(response) -> AsyncIterator[str]:
     """The streamed body's lines, failing the request (RuntimeError) once it passes
     MAX_STREAM_BYTES: httpx's own line reader holds a line however long it grows."""
     received, pending = 0, b""
@@ -164,8 +165,18 @@ async def _lines(response) -> AsyncIterator[str]:
         yield pending.decode("utf-8", errors="replace")
 
 
-async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
+Send = Callable[[Any, ServingOptions, int, str], Awaitable[tuple[RequestTiming, bool]]]
+"""One timed request: (client, options, index, prompt) -> its timing, and whether its
+reported token count was flagged (an Ollama server's native API has its own)."""
+
+
+async def serve_level(
+    options: ServingOptions, concurrency: int, one: Send | None = None
+) -> ServingLevel:
+    """One concurrency level: `options.num_requests` requests, `one` sending each."""
     import httpx
+
+    one = one or _one
 
     rng = np.random.default_rng(options.seed)
     gate = asyncio.Semaphore(concurrency)
@@ -179,7 +190,7 @@ async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
                     # httpx bounds each read; a stream that never ends needs a clock of its own.
                     async with asyncio.timeout(options.timeout_s):
                         prompt = options.prompts[i % len(options.prompts)]
-                        return await _one(c, options, i, prompt)
+                        return await one(c, options, i, prompt)
                 except TimeoutError:
                     return f"timeout: no complete answer within {options.timeout_s:g} s"
                 except (httpx.HTTPError, RuntimeError, json.JSONDecodeError) as exc:
@@ -210,5 +221,5 @@ async def _level(options: ServingOptions, concurrency: int) -> ServingLevel:
 
 def run_serving(options: ServingOptions) -> tuple[ServingLevel, ...]:
     """Each concurrency level in turn, after one untimed warm-up request."""
-    asyncio.run(_level(replace(options, num_requests=1), 1))
-    return tuple(asyncio.run(_level(options, n)) for n in options.concurrency)
+    asyncio.run(serve_level(replace(options, num_requests=1), 1))
+    return tuple(asyncio.run(serve_level(options, n)) for n in options.concurrency)

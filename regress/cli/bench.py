@@ -105,10 +105,11 @@ def _write(path: Path, run: BenchRun) -> None:
 )
 @click.option(
     "--backend",
-    type=click.Choice(BACKENDS),
+    type=click.Choice([*BACKENDS, "ollama"]),
     default="llama_cpp",
     show_default=True,
-    help="Where the models run (timed paths exist for llama_cpp).",
+    help="Where the models run: llama_cpp or hf in-process, an OpenAI-compatible server, or "
+    "an Ollama server through its native API (base_url=http://HOST:11434).",
 )
 @click.option("--model-args", default=None, help="Backend settings: n_ctx=2048,threads=2,...")
 @click.option(
@@ -158,27 +159,29 @@ def _write(path: Path, run: BenchRun) -> None:
     "--concurrency",
     default="1",
     show_default=True,
-    help="openai: concurrency levels, each a separate run (1,4,16).",
+    help="openai, ollama: concurrency levels, each a separate run (1,4,16).",
 )
 @click.option(
     "--request-rate",
     type=float,
     default=math.inf,
-    help="openai: Poisson arrivals per second (default inf: all at once).",
+    help="openai, ollama: Poisson arrivals per second (default inf: all at once).",
 )
 @click.option(
     "--num-requests",
     type=click.IntRange(1),
     default=32,
     show_default=True,
-    help="openai: requests per concurrency level.",
+    help="openai, ollama: requests per concurrency level.",
 )
-@click.option("--slo", default=None, help="openai: goodput SLOs, e.g. ttft=500ms,tpot=50ms.")
+@click.option(
+    "--slo", default=None, help="openai, ollama: goodput SLOs, e.g. ttft=500ms,tpot=50ms."
+)
 @click.option(
     "--server-pid",
     type=int,
     default=None,
-    help="openai: the server's process id, so its memory and CPU are sampled.",
+    help="openai, ollama: the server's process id, so its memory and CPU are sampled.",
 )
 @click.option(
     "--against",
@@ -237,6 +240,8 @@ def bench(
       regress bench -m model.gguf -p 128,512 -n 32 -r 3 --prompts prompts.txt -o bench.md
       regress bench --backend openai -m smollm2 --model-args base_url=http://127.0.0.1:8000/v1 \\
           --concurrency 1,4,16 --slo ttft=500ms,tpot=50ms -o serve.json
+      regress bench --backend ollama -m smollm2:135m \\
+          --model-args base_url=http://127.0.0.1:11434 --concurrency 1,2 -o ollama.json
       regress bench --against smollm2-135m -m candidate.gguf --policy policy.yaml -r 3
     """
     for output in outputs:
