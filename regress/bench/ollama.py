@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -98,7 +99,7 @@ class RateSummary:
     @classmethod
     def of(cls, rates: list[float]) -> RateSummary:
         """Over the requests that had a timed part (NaN rates left out)."""
-        values = np.array([r for r in rates if r == r], dtype=float)
+        values = np.array([r for r in rates if not math.isnan(r)], dtype=float)
         if not len(values):
             return cls(0, float("nan"), float("nan"))
         sd = float(values.std(ddof=1)) if len(values) > 1 else 0.0
