@@ -202,7 +202,7 @@ def test_real_runs_append_history_and_chromium_draws_it(tmp_path, data_dir):
     text = views.read_text()
     counts = re.findall(r"<h3>Examples: [^<]*</h3><p>(\d+) regressed, (\d+) fixed", text)
     assert counts == [(str(d["units"][0]["b"]), str(d["units"][0]["c"])) for d in saved]
-    trend = figure_json(text, "history-trend")
+    trend = figure_json(text, "history")
     verdicts = [m for t in trend["data"] if t["mode"] == "lines+markers" for m in t["text"]]
     assert len(verdicts) == 3
     for view in ("exec", "dev", "efficiency"):

@@ -37,12 +37,14 @@ from regress.cli import cli
 from regress.core.errors import BadInput
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint
 from regress.core.manifest import Run
-from regress.core.store import read_run, write_run
+from regress.core.store import Store, read_run, write_run
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
-from regress.report.charts import CHARTS, TIMELINE_POINTS, distinct, resources_over_time
+from regress.report.charts import CHARTS, TIMELINE_POINTS, distinct, log_ticks, resources_over_time
+from regress.report.history_chart import PERCENT
 from regress.report.html import figure_json, render_page
 from regress.report.json_report import render_json
+from regress.report.markdown import render_markdown
 from regress.report.sources import Inputs, load_inputs
 from regress.report.sweep_charts import SWEEP_CHARTS
 from regress.sweep.frontier import Frontier
@@ -269,6 +271,18 @@ def test_gate_chart_is_in_points_with_each_units_threshold(inputs: list[Path]) -
     assert changes["x"] == pytest.approx([-100 * sum(FLIPPED.values()) / unit["n"]])
 
 
+def test_each_gate_report_gets_its_own_row_within_a_unit(inputs: list[Path], tmp_path) -> None:
+    """Two candidates' intervals of one unit side by side (plotly's grouped scatter: one
+    offset group per report, its change and threshold together), not drawn over each other."""
+    second = tmp_path / "gate2.json"
+    base, cand2 = read_run(BASELINE), read_run(inputs[2])
+    second.write_text(render_json(compare(base, cand2, Policy())))
+    figure = figure_json(render_page(load_inputs([inputs[3], second])).text, "gate_units")
+    assert figure["layout"]["scattermode"] == "group"
+    groups = [(t["offsetgroup"], t["orientation"], tuple(t["y"])) for t in figure["data"]]
+    assert groups == [("0", "h", ("builtin",))] * 2 + [("1", "h", ("builtin",))] * 2
+
+
 def test_perplexity_units_get_their_own_panel_in_percent(inputs: list[Path], tmp_path) -> None:
     gate = json.loads(inputs[3].read_text())
     ppl = {**gate["units"][0], "name": "wikitext", "kind": "perplexity", "delta": 0.031,
@@ -291,9 +305,22 @@ def test_verdict_card_heads_the_page_with_the_deciding_unit(inputs: list[Path]) 
     (unit,) = gate["units"]
     assert unit["verdict"] == "REGRESSION" and unit["n"] == 500
     body = card.group(1)
-    assert '<p class="verdict">REGRESSION</p>' in body and "Candidate <b>candidate</b>" in body
+    # In the Markdown's words: the candidate by its label as the Markdown's second line names
+    # it (a check labels it by its model file), not "Candidate <b>run</b> (file sha)"; the
+    # unit's change and bound in words (40 of 500 broke), not its reason's statistics.
+    assert '<p class="verdict">REGRESSION</p>' in body
+    label = gate["candidate"]["label"]
+    assert f"<p><b>{label}</b> vs baseline <b>main</b>, suite builtin:" in body
+    markdown = render_markdown(compare(read_run(BASELINE), read_run(inputs[1]), Policy()))
+    assert f"**{label}** vs baseline **main**" in markdown
     assert "1 regressed of 1 gated unit." in body
-    assert f"<li>builtin -8.0 pts: {html.escape(unit['reason'])}</li>" in body  # 40 of 500
+    at_least = unit["bounds"]["at_least"] * 100
+    words = (
+        f"<li>builtin dropped 8.0 pts (40 broke, 0 fixed); the drop is at least "
+        f"{at_least:.1f} pts, beyond the 2.0-pt limit</li>"
+    )
+    assert words in body
+    assert "adj. p" not in body and "H0" not in body and html.escape(unit["reason"]) not in body
 
 
 def test_one_card_per_gate_report_naming_golden_sets_that_failed(
@@ -315,20 +342,70 @@ def test_one_card_per_gate_report_naming_golden_sets_that_failed(
     ]
     assert "<ul>" not in cards[0][2] and "1 passed of 1 gated unit." in cards[0][2]
     assert cards[1][2].count("<li>") == 2  # the golden set that failed, then the unit
-    assert "<li>golden set golden_math: 2 must-pass items fail</li><li>builtin -8.0 pts" in text
+    assert (
+        "<li>golden set golden_math: 2 must-pass items fail</li><li>builtin dropped 8.0 pts" in text
+    )
 
 
 # --- history, margins, size ---------------------------------------------------------------------
 
 
-def test_history_is_one_line_per_suite_through_its_runs(inputs: list[Path]) -> None:
+def test_history_joins_only_runs_of_one_model(inputs: list[Path], tmp_path) -> None:
+    """Runs of one suite over time: a line per model file, never one line through three
+    different models; a model run twice is joined."""
     loaded = load_inputs(inputs[:3])
-    (line,) = figure_json(render_page(loaded).text, "history")["data"]
-    assert line["mode"] == "lines+markers" and len(line["x"]) == 3
-    assert line["x"] == sorted(line["x"])  # in time order
-    assert line["y"] == pytest.approx([r.accuracy for r in loaded.accuracy])  # given in order
+    lines = figure_json(render_page(loaded).text, "history")["data"]
+    assert [len(t["x"]) for t in lines] == [1, 1, 1]  # three models, one run each
+    assert sorted(y for t in lines for y in t["y"]) == pytest.approx(
+        sorted(r.accuracy for r in loaded.accuracy)
+    )
+    again = read_run(inputs[1])  # candidate1's model file run again two days later
+    again = dataclasses.replace(
+        again, manifest=dataclasses.replace(again.manifest, created="2026-12-04T00:00:00+00:00")
+    )
+    write_run(again, tmp_path / "again")
+    lines = figure_json(render_page(load_inputs([*inputs[:3], tmp_path / "again"])).text, "history")
+    joined = [t for t in lines["data"] if len(t["x"]) > 1]
+    assert len(lines["data"]) == 3 and len(joined) == 1 and joined[0]["x"] == sorted(joined[0]["x"])
     single = render_page(load_inputs([BASELINE]))
     assert "history" in single.left_out  # one run is a dot, not a history
+
+
+def _history_file(inputs: list[Path], folder: Path) -> Path:
+    """A history file of two gate runs of candidate1 against baselines/main (`check
+    --candidate-run --record-history`, no model)."""
+    Store(folder / "store").save(read_run(BASELINE))
+    history = folder / "history.jsonl"
+    args = ["check", "-b", "main", "--store", str(folder / "store"), "--candidate-run"]
+    args += [str(inputs[1]), "--record-history", str(history)]
+    for _ in range(2):
+        assert CliRunner().invoke(cli, args).exit_code == 1  # candidate1 regressed
+    return history
+
+
+def test_a_history_file_alone_draws_the_gate_history(inputs: list[Path], tmp_path) -> None:
+    """`regress report hist.jsonl` draws the history (not '0 charts; 10 left out') and the
+    card says what the page holds."""
+    history = _history_file(inputs, tmp_path)
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(cli, ["report", str(history), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert f"(1 chart; {len(CHARTS) - 1} left out for want of data)" in said  # not "1 charts"
+    page = out.read_text()
+    assert _drawn(page) == {"history"}
+    markers = [t for t in figure_json(page, "history")["data"] if t["mode"] == "lines+markers"]
+    assert [len(t["x"]) for t in markers] == [2]  # the two gate runs, one unit
+    assert "This page holds 2 recorded gate runs." in page
+
+
+def test_share_ticks_never_repeat_and_log_axes_label_decades_or_1_2_5() -> None:
+    """A share's ticks carry the decimals they need (".0%" labelled 57.5% and 58% both 58%);
+    a log axis labels 1, 2, 5 per decade within two decades, the decades alone beyond."""
+    assert PERCENT == ".2~%"
+    assert log_ticks([40.0, 180.0]) == pytest.approx([10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3])
+    assert log_ticks([3.0, 90_000.0]) == pytest.approx([1, 10, 100, 1e3, 1e4, 1e5])
+    assert log_ticks([]) == []
 
 
 def test_every_axis_makes_room_for_its_labels(inputs: list[Path]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from test_compare import run
-from test_report_html import _MARK, _chart_doms, demo_inputs
+from test_report_html import _MARK, _chart_doms, bench_file, demo_inputs
 
 from regress.cli import cli
 from regress.core.manifest import TaskInfo
@@ -108,10 +108,28 @@ def test_exec_shows_each_decision_gate_with_its_interval(inputs, tmp_path):
     assert f'class="{accuracy["verdict"]}"' in row.group(0)
     # The TTFT gate had no bench file in the check: a row saying so, never a PASS.
     assert ttft["verdict"] == "INCONCLUSIVE" and "not evaluated" in page
-    # The frontier stars the model compare's rule chooses: the baseline, the most accurate.
+    # The only gate report is a REGRESSION: nothing is chosen, and the page says why (the
+    # baseline, the most accurate, is no candidate; the candidate did not pass).
+    frontier = figure_json(page, "frontier")
+    assert not [t["name"] for t in frontier["data"] if t["name"].endswith("(chosen)")]
+    assert "No model is chosen: no candidate on this chart passed the gate" in page
+
+
+def test_exec_chooses_only_among_the_candidates_the_gate_passed(inputs, tmp_path):
+    """Issue 52, item 4: the faster candidate1 regressed, so the slower candidate2 (no answer
+    changed: PASS) is chosen, though compare's rule alone would take a faster model."""
+    base, first, second = (read_run(p) for p in inputs[:3])
+    passed = tmp_path / "gate2.json"
+    passed.write_text(render_json(compare(base, second, Policy())))
+    assert json.loads(passed.read_text())["verdict"] == "PASS"
+    bench = tmp_path / "bench3.json"
+    bench.write_text(bench_file([base, first, second], "2026-12-02T12:00:00+00:00"))
+    page = _page([*inputs[:4], passed, bench], "exec", tmp_path)
     frontier = figure_json(page, "frontier")
     chosen = [t["name"] for t in frontier["data"] if t["name"].endswith("(chosen)")]
-    assert chosen == ["main (smollm2-135m) (chosen)"]
+    assert len(chosen) == 1 and chosen[0].startswith("candidate (candidate.gguf) · ")
+    assert second.manifest.model.sha256[:8] in chosen[0]
+    assert "Chosen among the 1 candidate the gate passed" in page
 
 
 def test_cost_per_success_is_tokens_over_right_answers(inputs, tmp_path):
@@ -155,6 +173,26 @@ def test_dev_heatmap_is_each_runs_accuracy_by_task(inputs, tmp_path):
     assert "Examples: candidate (candidate.gguf) · 81066988 against main" in page
     assert "40 regressed, 0 fixed" in page
     assert "pass^k" in page and "--repeats 3" in page  # left out, saying what would draw it
+
+
+def test_views_on_multiple_choice_runs_say_accuracy_and_what_was_read(inputs, tmp_path):
+    """Issue 52, item 5: dev calls a multiple-choice run's share right its accuracy (not
+    pass@1); efficiency on multiple-choice runs alone says why generation's measures do not
+    apply and what each run read, on a page without plotly.js (it was 1.96 MB)."""
+    dev = _page(inputs, "dev", tmp_path)
+    heatmap = figure_json(dev, "heatmap-pass1")
+    assert heatmap["layout"]["title"]["text"] == "accuracy"
+    assert "pass@1" not in dev.split('id="plotly-js"')[0]
+    runs = inputs[:3]
+    page = _page(runs, "efficiency", tmp_path)
+    assert len(page.encode()) < 100_000 and 'id="plotly-js"' not in page
+    assert "These runs hold no generation task" in page
+    for run_ in load_inputs(runs).accuracy:
+        records = [r for recs in run_.run.records.values() for r in recs]
+        read = sum(r.tokens.get("prompt", 0) for r in records)
+        right = sum(r.correct == 1 for r in records)
+        assert f"<td>{read:,}</td><td>{read / len(records):,.0f}</td>" in page
+        assert f"<td>{read / right:,.0f}</td>" in page
 
 
 def test_efficiency_counts_tes_pass_k_and_overthinkers(tmp_path):

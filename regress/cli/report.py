@@ -70,4 +70,5 @@ def report(
         page = render_views(loaded, View(view), title, table)
     write_report(output, page.text)
     left_out = f"; {len(page.left_out)} left out for want of data" if page.left_out else ""
-    stderr.print(f"wrote {output} ({len(page.drawn)} charts{left_out})")
+    charts = f"{len(page.drawn)} chart{'' if len(page.drawn) == 1 else 's'}"
+    stderr.print(f"wrote {output} ({charts}{left_out})")

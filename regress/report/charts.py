@@ -23,6 +23,7 @@ from regress.bench.summaries import AccuracyRun, BenchModel
 from regress.gate.choice_calibration import BINS, reliability_diagram
 from regress.gate.margins import record_margin
 from regress.gate.pairing import pair_runs
+from regress.report.history_chart import PERCENT, history_figure
 from regress.report.sources import Inputs
 
 CHARTS = (
@@ -149,7 +150,7 @@ def accuracy_by_task(runs: Sequence[AccuracyRun]) -> go.Figure | Needs:
             "n=%{customdata[0]}<extra>%{fullData.name}</extra>",
         )
     fig.update_layout(title="Accuracy by task (95% Wilson intervals)", barmode="group")
-    fig.update_yaxes(title="accuracy", range=[0, 1], tickformat=".0%")
+    fig.update_yaxes(title="accuracy", range=[0, 1], tickformat=PERCENT)
     return fig
 
 
@@ -206,7 +207,10 @@ def gate_units(comparisons: Sequence[dict[str, Any]]) -> go.Figure | Needs:
             col=1,
         )
     fig.update_layout(
-        title="Gate: each unit's change with its 95% interval (red mark: its threshold)"
+        title="Gate: each unit's change with its 95% interval (red mark: its threshold)",
+        # Each gate report on its own row within a unit's band, not drawn over the others.
+        scattermode="group",
+        scattergap=0.3,
     )
     return fig
 
@@ -239,6 +243,8 @@ def _gate_traces(
         legendgroup=label,
         showlegend=row == 1,
         mode="markers",
+        orientation="h",
+        offsetgroup=str(i),
         marker={"size": 10, "color": _color(i)},
         x=[u["delta"] * POINTS for u in units],
         y=[u["name"] for u in units],
@@ -260,6 +266,8 @@ def _gate_traces(
         legendgroup=label,
         showlegend=False,
         mode="markers",
+        orientation="h",
+        offsetgroup=str(i),
         marker={"symbol": "line-ns-open", "size": 22, "line": {"width": 2}, "color": "firebrick"},
         x=[side * u["threshold"] * POINTS for u in units],
         y=[u["name"] for u in units],
@@ -309,7 +317,7 @@ def flips_by_margin(runs: Sequence[AccuracyRun], bins: int = 5) -> go.Figure | N
         return Needs("add stored runs of two model files that share multiple-choice examples")
     fig.update_layout(title=f"Answers flipped vs {labels[0]}, by its margin", barmode="group")
     fig.update_xaxes(title="baseline margin (log-likelihood, equal-count bins)")
-    fig.update_yaxes(title="share of examples", tickformat=".0%")
+    fig.update_yaxes(title="share of examples", tickformat=PERCENT)
     return fig
 
 
@@ -369,8 +377,20 @@ def latency_distributions(models: Sequence[BenchModel]) -> go.Figure | Needs:
             )
     fig.update_layout(title="Request latency (ms), per request")
     fig.update_xaxes(showticklabels=False)  # the legend names the boxes; long names overlap
-    fig.update_yaxes(title="ms", type="log")
+    ms = [v for m in measured for vs in (m.ttft_ms, m.tpot_ms, m.e2el_ms) for v in vs if v > 0]
+    fig.update_yaxes(title="ms", type="log", tickvals=log_ticks(ms), tickformat=",~r")
     return fig
+
+
+def log_ticks(values: Sequence[float]) -> list[float]:
+    """Ticks of a log axis over `values`: 1, 2 and 5 times each power of ten within their
+    range (the decades alone beyond two decades), so no minor tick gets a label of its own
+    (plotly's own labelled 4 3 2 1000 9 8 ...) and a range inside one decade still has two."""
+    if not values:
+        return []
+    low, high = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
+    steps = (1,) if high - low > 2 else (1, 2, 5)
+    return [m * 10.0**e for e in range(low, high + 1) for m in steps]
 
 
 def joined_runs(inputs: Inputs) -> list[tuple[AccuracyRun, BenchModel]]:
@@ -404,7 +424,7 @@ def _tradeoff(inputs: Inputs, title: str, x_of: Any, x_title: str) -> go.Figure 
         )
     fig.update_layout(title=title)
     fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title="accuracy (all scored examples)", tickformat=".0%")
+    fig.update_yaxes(title="accuracy (all scored examples)", tickformat=PERCENT)
     return fig
 
 
@@ -481,8 +501,12 @@ def radar(inputs: Inputs) -> go.Figure | Needs:
 
 
 def history(inputs: Inputs) -> go.Figure | Needs:
-    """Accuracy over time, one line per suite through its runs, and generation speed over
-    time, one line per model; only series of two or more points (one point is no history)."""
+    """The gate's history when a history file is given (its own chart, as `regress history`
+    draws it); else accuracy over time of the stored runs of one suite, one line per model
+    file (runs of different models are not one series), and generation speed over time, one
+    line per model; only suites and models with two or more points (one point is no history)."""
+    if inputs.history:
+        return history_figure(inputs.history)
     accuracy = []
     for suite in sorted({r.run.manifest.suite_name for r in inputs.accuracy}):
         runs = sorted(
@@ -490,14 +514,19 @@ def history(inputs: Inputs) -> go.Figure | Needs:
             key=lambda r: _utc(r.created),
         )
         if len(runs) > 1:
-            accuracy.append((f"suite {suite}", runs))
+            for sha in dict.fromkeys(r.sha256 for r in runs):
+                same = [r for r in runs if r.sha256 == sha]
+                accuracy.append((f"suite {suite}: {same[0].model} {sha[:8]}", same))
     speed = []
     for model in sorted({m.model for m in inputs.bench}):
         benches = sorted((m for m in inputs.bench if m.model == model), key=lambda m: m.created)
         if len(benches) > 1:
             speed.append((f"{model} (bench)", benches))
     if not (accuracy or speed):
-        return Needs("add two or more runs of one suite, or bench files of one model, over time")
+        return Needs(
+            "add a history file (`regress check --record-history`), two or more runs of one "
+            "suite, or bench files of one model over time"
+        )
     panels = [t for t, series in (("accuracy", accuracy), ("generation tokens/s", speed)) if series]
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, subplot_titles=panels)
     for name, runs in accuracy:
@@ -512,7 +541,7 @@ def history(inputs: Inputs) -> go.Figure | Needs:
             col=1,
         )
     if accuracy:
-        fig.update_yaxes(tickformat=".0%", row=1, col=1)
+        fig.update_yaxes(tickformat=PERCENT, row=1, col=1)
     for name, benches in speed:
         fig.add_scatter(
             x=[_utc(m.created) for m in benches],

@@ -53,6 +53,8 @@ _OUTCOMES = {
     "INCONCLUSIVE": "inconclusive",
     "ERROR": "errored",
 }
+_NOTHING_DRAWN = ' data-drawn="0"'
+"""A page without charts says so as a drawn one does (tests and tools read it)."""
 DECIDING_SHOWN = 3
 """Deciding units a verdict card lists; the rest are counted."""
 
@@ -114,16 +116,23 @@ def render_page(inputs: Inputs, title: str = "regress report") -> Page:
 
 def document(title: str, head: str, body: str, style: str = "") -> str:
     """A self-contained page: the title, `head` (before the note a failed drawing writes),
-    `body` (figure sections among it are drawn), and plotly.js embedded; `style` adds CSS."""
+    `body` (figure sections among it are drawn), and plotly.js embedded when there are any;
+    `style` adds CSS."""
+    # plotly.js (2 MB) only on a page with a chart to draw.
+    drawing = (
+        '<script type="application/gzip" id="plotly-js" '
+        f'data-plotly-js="{get_plotlyjs_version()}">{_packed_plotly()}</script>'
+        f"<script>{_DRAW}</script>"
+        if 'type="application/json" id="fig-' in body
+        else ""
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}{style}</style></head><body>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}{style}</style></head>"
+        f"<body{'' if drawing else _NOTHING_DRAWN}>"
         f"<h1>{html.escape(title)}</h1>{head}"
         '<p id="plotly-error" hidden></p>'
-        f"{body}"
-        f'<script type="application/gzip" id="plotly-js" '
-        f'data-plotly-js="{get_plotlyjs_version()}">{_packed_plotly()}</script>'
-        f"<script>{_DRAW}</script></body></html>\n"
+        f"{body}{drawing}</body></html>\n"
     )
 
 
@@ -180,6 +189,7 @@ def cards(inputs: Inputs) -> str:
         _count(len(inputs.accuracy), "accuracy run"),
         _count(len(inputs.bench), "benchmarked model"),
         _count(len(inputs.sweeps), "quantization sweep"),
+        _count(len(inputs.history), "recorded gate run"),
     ]
     holds = ", ".join(h for h in held if h)
     return (
@@ -203,12 +213,13 @@ def _verdict_card(comp: dict[str, Any], i: int) -> str:
     tally = ", ".join(f"{n} {_OUTCOMES.get(v, v)}" for v, n in counts.items())
     cand, base = comp["candidate"], comp["baseline"]
     suite = f", suite {comp['suite']}" if comp.get("suite") else ""
+    # As the Markdown's second line: the candidate by its label (its model file), not the
+    # run name every candidate shares ("candidate"); a report without a label by its file.
     who = (
-        f"Candidate <b>{html.escape(cand['run'])}</b> ({html.escape(cand['model'])} "
-        f"{html.escape(cand['sha256'][:8])}) vs baseline <b>{html.escape(base['run'])}</b> "
-        f"({html.escape(base['model'])} {html.escape(base['sha256'][:8])})"
-        f"{html.escape(suite)}: {html.escape(tally or 'no gated unit')} "
-        f"of {len(gated)} gated unit{'s' if len(gated) != 1 else ''}."
+        f"<b>{html.escape(cand.get('label') or cand['model'].rsplit('/', 1)[-1])}</b> vs baseline "
+        f"<b>{html.escape(base['run'])}</b>{html.escape(suite)}: "
+        f"{html.escape(tally or 'no gated unit')} of {len(gated)} gated "
+        f"unit{'s' if len(gated) != 1 else ''}."
     )
     reasons = _deciding(comp, gated) if verdict != "PASS" else []
     items = "".join(f"<li>{html.escape(r)}</li>" for r in reasons)
@@ -243,19 +254,45 @@ def _deciding(comp: dict[str, Any], gated: list[dict[str, Any]]) -> list[str]:
         if r.get("verdict") == comp["verdict"]
     ]
     which = [u for u in gated if u["verdict"] == comp["verdict"]]
-    for u in which[:DECIDING_SHOWN]:
-        if u.get("delta") is None:
-            lines.append(f"{u['name']}: {u['reason']}")
-            continue
-        change = (
-            f"{u['delta']:+.2%}"
-            if u.get("kind") == "perplexity"
-            else f"{u['delta'] * 100:+.1f} pts"
-        )
-        lines.append(f"{u['name']} {change}: {u['reason']}")
+    min_examples = comp.get("policy", {}).get("min_examples", 0)
+    lines += [f"{u['name']} {unit_words(u, min_examples)}" for u in which[:DECIDING_SHOWN]]
     if len(which) > DECIDING_SHOWN:
         lines.append(f"{len(which) - DECIDING_SHOWN} more unit(s) {comp['verdict']}")
     return lines
+
+
+def unit_words(u: dict[str, Any], min_examples: int = 0) -> str:
+    """A gate report unit's verdict in words, as the Markdown report says it: what changed,
+    what its one-sided bound showed or left open, and what would decide it."""
+    bounds = u.get("bounds") or {}
+    if u.get("delta") is None or not bounds:
+        return f"({u['verdict']}): {u['reason']}"
+    perplexity = u.get("kind") == "perplexity"
+    noun = "increase" if perplexity else "drop"
+
+    def amount(value: float) -> str:
+        return f"+{value:.2%}" if perplexity else f"{value * 100:.1f} pts"
+
+    delta = u["delta"]
+    if perplexity:
+        text = f"{u.get('metric', 'perplexity')} {'rose' if delta > 0 else 'fell'} {abs(delta):.2%}"
+    else:
+        text = f"{'dropped' if delta < 0 else 'rose'} {abs(delta) * 100:.1f} pts" if delta else ""
+        text = text or "unchanged"
+        if u.get("b") is not None and u.get("c") is not None:
+            text += f" ({u['b']} broke, {u['c']} fixed)"
+    threshold = u["threshold"]
+    limit = f"the {f'+{threshold:.2%}' if perplexity else f'{threshold * 100:.1f}-pt'} limit"
+    verdict = u["verdict"]
+    if verdict == "REGRESSION":
+        if bounds.get("at_least") is None:
+            return f"{text}, beyond {limit}, and more than chance explains"
+        return f"{text}; the {noun} is at least {amount(bounds['at_least'])}, beyond {limit}"
+    if verdict == "PASS":
+        return f"{text}; the {noun} is at most {amount(bounds['at_most'])}, within {limit}"
+    if u.get("n", 0) < min_examples:
+        return f"{text}, from only {u['n']} examples ({min_examples} needed)"
+    return f"{text}; the {noun} may be up to {amount(bounds['at_most'])}, more than {limit}"
 
 
 def _left_out(missing: dict[str, str]) -> str:

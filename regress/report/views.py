@@ -32,9 +32,16 @@ import plotly.graph_objects as go
 from regress.bench.choose import Constraints, Contender, choose
 from regress.bench.summaries import AccuracyRun, BenchModel
 from regress.core.records import Record
-from regress.report.charts import ADD_BENCH, ADD_GATE, build_charts, joined_runs, run_labels, tidy
+from regress.report.charts import (
+    ADD_BENCH,
+    ADD_GATE,
+    PERCENT,
+    build_charts,
+    joined_runs,
+    run_labels,
+    tidy,
+)
 from regress.report.example_buckets import Bucket, Buckets, quoted_flips, sort_examples
-from regress.report.history_page import history_figure
 from regress.report.html import Page, cards, coded, document, figure_section
 from regress.report.sources import Inputs
 from regress.run.cost import Prices, TaskCost, task_cost
@@ -155,14 +162,9 @@ def _exec(inputs: Inputs, figures: dict[str, go.Figure], prices: Prices | None) 
     if choice:
         sections.append(Section(f"<p>{coded(choice)}</p>"))
     sections.append(_costs(inputs, prices))
-    charts = _charts(View.EXEC, figures)
-    if inputs.history:
-        sections.append(_figure("history-trend", tidy(history_figure(inputs.history)), "Trend"))
-        # The gate's own history replaces the stored runs' accuracy over time.
-        charts = [c for c in charts if c.figures != ("history",)]
-    elif "history" not in figures:
+    if "history" not in figures:
         sections.append(_missing("Trend", ADD_HISTORY))
-    return sections + charts
+    return sections + _charts(View.EXEC, figures)
 
 
 def _gates(inputs: Inputs) -> Section:
@@ -222,13 +224,18 @@ def _interval(r: dict[str, Any]) -> str:
 
 def _frontier(inputs: Inputs) -> tuple[go.Figure | str, str]:
     """Accuracy against median end-to-end latency, the Pareto front joined, and the model
-    `regress compare`'s rule chooses (no constraint) starred; and the choice in words."""
+    `regress compare`'s rule chooses (no constraint) among the candidates the gate passed
+    starred; and the choice in words, or why there is none."""
     joined = [(r, b) for r, b in joined_runs(inputs) if _number(b.e2el_p50) and _number(r.accuracy)]
     if not joined:
         same = "add a stored run and a bench file of the same model file"
         return (same if inputs.bench else ADD_BENCH), ""
     labels = run_labels([run for run, _ in joined])
-    choice = choose([_contender(r, b) for r, b in joined], Constraints())
+    # Only a model the gate passed may be recommended: a faster model the gate did not pass
+    # (a REGRESSION, or a drop it could not rule out) is not a choice, whatever its interval.
+    passed = {c["candidate"]["sha256"] for c in inputs.comparisons if c["verdict"] == "PASS"}
+    eligible = [_contender(r, b) for r, b in joined if r.sha256 in passed]
+    choice = choose(eligible, Constraints()) if eligible else None
     points = [(b.e2el_p50 or 0.0, r.accuracy) for r, b in joined]
     front = sorted(
         (p for p in points if not any(_dominates(q, p) for q in points)), key=lambda p: p[0]
@@ -243,7 +250,9 @@ def _frontier(inputs: Inputs) -> tuple[go.Figure | str, str]:
         hoverinfo="skip",
     )
     for (run, b), label in zip(joined, labels, strict=True):
-        chosen = choice.chosen is not None and choice.chosen.sha256 == run.sha256
+        chosen = (
+            choice is not None and choice.chosen is not None and choice.chosen.sha256 == run.sha256
+        )
         fig.add_scatter(
             x=[b.e2el_p50],
             y=[run.accuracy],
@@ -262,9 +271,19 @@ def _frontier(inputs: Inputs) -> tuple[go.Figure | str, str]:
         )
     fig.update_layout(title="Accuracy against latency: the Pareto front, and the chosen model")
     fig.update_xaxes(title="E2E latency p50 (ms), lower is better")
-    fig.update_yaxes(title="accuracy (95% interval)", tickformat=".0%")
+    fig.update_yaxes(title="accuracy (95% interval)", tickformat=PERCENT)
+    if choice is None:
+        why = (
+            "no candidate on this chart passed the gate"
+            if inputs.comparisons
+            else "no gate report was given (`regress check --report-json`)"
+        )
+        return tidy(fig), f"No model is chosen: {why}, and only a model it passed can be."
     pick = choice.chosen.model if choice.chosen else "none"
-    return tidy(fig), f"Chosen by `regress compare`'s rule: {pick}, {choice.reason}."
+    return tidy(fig), (
+        f"Chosen among the {len(eligible)} candidate{'s' if len(eligible) != 1 else ''} the gate "
+        f"passed, by `regress compare`'s rule: {pick}, {choice.reason}."
+    )
 
 
 def _contender(run: AccuracyRun, bench: BenchModel) -> Contender:
@@ -451,7 +470,8 @@ def _paired(inputs: Inputs) -> Section:
 
 
 def _heatmaps(inputs: Inputs) -> list[Section]:
-    """pass@1 by task and run, and pass^k (every sample right) where examples were sampled."""
+    """Accuracy (pass@1 for a generation task) by task and run, and pass^k (every sample
+    right) where examples were sampled."""
     runs = inputs.accuracy
     if not runs:
         return [_missing("Reliability by task", ADD_RUNS)]
@@ -459,9 +479,16 @@ def _heatmaps(inputs: Inputs) -> list[Section]:
     tasks = sorted({t for run in runs for t in run.run.records})
     pass1 = [[_pass1(run, t) for run in runs] for t in tasks]
     height = max(480, 28 * len(tasks) + 160)  # a readable row per task
-    sections = [
-        _figure("heatmap-pass1", _heatmap(pass1, tasks, labels, "pass@1"), "Reliability", height)
-    ]
+    # pass@1 is a generation's measure; a multiple-choice task's share right is its accuracy.
+    generated = {t for run in runs for t in tasks if _generates(run, t)}
+    if not generated:
+        measure = "accuracy"
+    elif generated == set(tasks):
+        measure = "pass@1"
+    else:
+        measure = "accuracy: pass@1 for the generation tasks"
+    heatmap = _heatmap(pass1, tasks, labels, measure)
+    sections = [_figure("heatmap-pass1", heatmap, "Reliability", height)]
     sampled = [t for t in tasks if any(_k(run, t) > 1 for run in runs)]
     if sampled:
         passk = [[_pass_all(run, t) for run in runs] for t in sampled]
@@ -503,7 +530,7 @@ def _heatmap(z: list[list[float]], tasks: list[str], labels: list[str], title: s
             zmin=0,
             zmax=1,
             colorscale="RdYlGn",
-            colorbar={"title": title.split(":")[0], "tickformat": ".0%"},
+            colorbar={"title": title.split(":")[0], "tickformat": PERCENT},
             hovertemplate="%{y} · %{x}: %{z:.1%}<extra></extra>",
         )
     )
@@ -617,7 +644,7 @@ def _efficiency(
     ]
     generating = [g for g in generating if g[2]]
     if not generating:
-        sections = [_missing("Tokens and quality", ADD_GENERATIONS)]
+        sections = [_scored_only(inputs) if inputs.accuracy else _missing("Tokens", ADD_RUNS)]
     else:
         sections = [
             _figure("tokens-vs-quality", _density(generating), "Tokens and quality"),
@@ -625,6 +652,35 @@ def _efficiency(
             _overthinkers(generating),
         ]
     return sections + _charts(View.EFFICIENCY, figures)
+
+
+def _scored_only(inputs: Inputs) -> Section:
+    """Runs without a generation task: why generation's measures do not apply, and the
+    prompt tokens they read per example and per right answer instead."""
+    rows = []
+    for run, label in zip(inputs.accuracy, run_labels(inputs.accuracy), strict=True):
+        costs = _task_costs(run, Prices())
+        examples = sum(c.samples for c in costs)
+        right = sum(c.successes for c in costs)
+        tokens = sum(c.input_tokens for c in costs)
+        rows.append(
+            _cells(
+                label,
+                f"{len(costs):,}",
+                f"{examples:,}",
+                f"{tokens:,}",
+                f"{tokens / examples:,.0f}" if examples else "",
+                f"{tokens / right:,.0f}" if right else "no right answer",
+            )
+        )
+    head = _head("run", "tasks", "examples", "prompt tokens", "per example", "per right answer")
+    return Section(
+        "<section><h3>Tokens read</h3><p>These runs hold no generation task: a "
+        "multiple-choice or perplexity task scores the given choices by their likelihood and "
+        "generates nothing, so generated tokens, the token efficiency score and over-thinking "
+        f"do not apply ({coded(ADD_GENERATIONS)} to audit them). What each run read:</p>"
+        f"<table>{head}{''.join(rows)}</table></section>"
+    )
 
 
 def _generates(run: AccuracyRun, task: str) -> bool:
@@ -650,7 +706,7 @@ def _density(generating: list[tuple[AccuracyRun, str, list[TaskCost]]]) -> go.Fi
         )
     fig.update_layout(title="Generated tokens per sample against success (one point per task)")
     fig.update_xaxes(title="generated tokens per sample (reasoning included)")
-    fig.update_yaxes(title="success rate (pass@1)", tickformat=".0%")
+    fig.update_yaxes(title="success rate (pass@1)", tickformat=PERCENT)
     return tidy(fig)
 
 
