@@ -276,6 +276,7 @@ def test_action_steps_in_order() -> None:
         "sandbox",
         "check",
         "result",
+        "page",
         "summary",
         "upload",
         "comment",

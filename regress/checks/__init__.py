@@ -5,6 +5,7 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
   baseline's model where the hardware differs, run, and finish: pair, judge and label).
 - `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check;
   `foreign`: two runs read from another harness's files (lm-eval, Inspect), no model loaded.
+- `scaffold`: `regress init`, a starting policy and the gate's workflows for a repository.
 - `plan` and `timing`: the n and the minutes a baseline's units need; `shards`: the CI
   matrix that fits them in a job's budget.
 
@@ -32,6 +33,11 @@ from regress.checks.plan import (
     plan_baseline,
     sequential_n,
     small_units,
+)
+from regress.checks.scaffold import (
+    InitOptions,
+    InitResult,
+    init_repository,
 )
 from regress.checks.sequential import (
     SETTLED,
@@ -85,6 +91,8 @@ __all__ = [
     "CheckResult",
     "DriftOptions",
     "GateTime",
+    "InitOptions",
+    "InitResult",
     "LIGHTEST_DISCORDANCE",
     "MAX_JOBS",
     "Rebaseline",
@@ -108,6 +116,7 @@ __all__ = [
     "example_seconds",
     "finish",
     "gate_time",
+    "init_repository",
     "is_foreign",
     "judge_cache",
     "labelled",

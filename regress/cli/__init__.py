@@ -43,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "regress.cli.history:history",
         "Draw the gate's history file (`check --record-history`) as one offline page.",
     ),
+    "init": (
+        "regress.cli.init:init",
+        "Write a starting policy and the gate's workflows into the git repository at PATH.",
+    ),
     "judge": (
         "regress.cli.judge:judge",
         "Audit an LLM judge against people: a blind sample to label, then agreement and win rate.",
