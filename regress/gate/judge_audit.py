@@ -43,6 +43,10 @@ MIN_AGREEMENT = 0.80
 AGREEMENT_WARNING = "agreement below 80%: revise the judge prompt"
 ALPHA = 0.05
 """Every interval of the audit is a two-sided 95% one."""
+RESAMPLES = 1999
+"""Bootstrap resamples of kappa's BCa interval."""
+SEED = 20261206
+"""Its fixed seed: an audit prints the same interval every time."""
 
 _JUDGEMENT_KEYS = frozenset(
     {
@@ -104,7 +108,7 @@ class WinRate:
     lam: float
     """PPI++'s weight on the judge in [0, 1]: 0 ignores it (the labels alone), 1 is plain PPI."""
     human_only: Estimate
-    """The labels alone: their mean with a normal interval."""
+    """The labels alone: their mean with a Student-t interval."""
     judge_only: Estimate
     """The judge alone over every example it judged. Its interval ignores the judge's bias, so
     it does not cover people's win rate when the judge leans one way."""
@@ -131,9 +135,8 @@ class Audit:
     agreement: Estimate
     """agreed / labelled, with Wilson's score interval."""
     kappa: Estimate | None
-    """Cohen's kappa over the labelled examples with a verdict, with the asymptotic interval of
-    Fleiss, Cohen & Everitt (1969); None when undefined (judge and people used one and the
-    same category)."""
+    """Cohen's kappa over the labelled examples with a verdict, with its BCa bootstrap interval;
+    None when undefined (judge and people used one and the same category)."""
     confusion: tuple[tuple[int, ...], ...]
     """Counts of labelled examples with a verdict: judge outcome rows by people's label
     columns, both in CATEGORIES order."""
@@ -243,31 +246,60 @@ def audit(judgements: Sequence[Judgement], labels: Sequence[Label]) -> Audit:
 
 def cohens_kappa(table: ArrayLike, alpha: float = ALPHA) -> Estimate | None:
     """Cohen's kappa of a square table of counts (one rater's rows by the other's columns)
-    with its asymptotic normal interval, clipped to [-1, 1].
+    with its BCa bootstrap interval over the table's examples (scipy's `bootstrap`, fixed
+    seed), clipped to [-1, 1].
 
-    The standard error is the non-null one of Fleiss, Cohen & Everitt (1969, Psychol Bull
-    72:323), as statsmodels' `cohens_kappa` computes it. None when kappa is undefined: both
-    raters used one and the same category, so chance agreement is already 1.
+    The asymptotic normal interval used before (the non-null SE of Fleiss, Cohen & Everitt
+    1969, statsmodels' `cohens_kappa`) covered 93.1% at 30 labels; BCa covers 96%
+    (tests/test_judge_audit.py). None when kappa is undefined: both raters used one and the
+    same category, so chance agreement is already 1.
     """
     counts = np.asarray(table, dtype=float)
     n = counts.sum()
     if n <= 0:
         raise ValueError("kappa of an empty table")
-    p = counts / n
-    rows, cols = p.sum(axis=1), p.sum(axis=0)
-    observed, expected = float(np.trace(p)), float(rows @ cols)
+    kappa = _kappa(counts)
+    if kappa is None:
+        return None
+    rows, cols = np.nonzero(counts)
+    times = counts[rows, cols].astype(int)
+    first, second = np.repeat(rows, times), np.repeat(cols, times)
+    if kappa == 1.0 or np.all(first == first[0]) or np.all(second == second[0]):
+        return Estimate(kappa, kappa, kappa)  # every resample agrees, or has no kappa
+    size = counts.shape[0]
+
+    def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        # Vectorised over resamples, in whole counts so that a resample tied with the
+        # estimate is tied exactly (BCa's bias correction counts resamples below it): kappa
+        # = (n agreements - Σ rows·cols) / (n² - Σ rows·cols). A resample whose raters each
+        # used one category has no kappa; it counts as no agreement beyond chance.
+        left, right = np.eye(size)[a], np.eye(size)[b]
+        m = a.shape[-1]
+        agreements = (left * right).sum(axis=(-1, -2))
+        chance = (left.sum(-2) * right.sum(-2)).sum(-1)
+        spread = m * m - chance
+        return np.where(spread > 0, (m * agreements - chance) / np.where(spread > 0, spread, 1), 0)
+
+    ci = sps.bootstrap(
+        (first, second),
+        statistic,
+        paired=True,
+        vectorized=True,
+        confidence_level=1 - alpha,
+        n_resamples=RESAMPLES,
+        method="BCa",
+        random_state=SEED,
+    ).confidence_interval
+    return Estimate(kappa, max(-1.0, float(ci.low)), min(1.0, float(ci.high)))
+
+
+def _kappa(counts: np.ndarray) -> float | None:
+    """Kappa of a table of counts; None when chance agreement is already 1."""
+    p = counts / counts.sum()
+    observed, expected = float(np.trace(p)), float(p.sum(axis=1) @ p.sum(axis=0))
     if expected >= 1 - 1e-12:
         return None
-    kappa = (observed - expected) / (1 - expected)
-    diagonal = (np.diag(p) * (1 - (rows + cols) * (1 - kappa)) ** 2).sum()
-    off = p * (cols[:, None] + rows[None, :]) ** 2
-    np.fill_diagonal(off, 0.0)
-    spread = (1 - kappa) ** 2 * off.sum()
-    variance = (diagonal + spread - (kappa - expected * (1 - kappa)) ** 2) / (
-        n * (1 - expected) ** 2
-    )
-    half = float(sps.norm.isf(alpha / 2)) * math.sqrt(max(variance, 0.0))
-    return Estimate(kappa, max(-1.0, kappa - half), min(1.0, kappa + half))
+    return (observed - expected) / (1 - expected)
 
 
 def ppi_lambda(y: ArrayLike, f_labelled: ArrayLike, f_unlabelled: ArrayLike) -> float:
@@ -295,33 +327,40 @@ def ppi_mean(
     lam: float | None = None,
     alpha: float = ALPHA,
 ) -> Estimate:
-    """The prediction-powered estimate of the mean of y, with its normal interval.
+    """The prediction-powered estimate of the mean of y, with its Student-t interval.
 
     n examples carry a label y and a prediction f_lab; N more carry a prediction only. The
     estimate is mean(λ f_unl) + mean(y - λ f_lab): the predictions' mean, corrected by how far
     they miss the labels, unbiased for any fixed λ. Its variance is λ² s²(f_unl) / N +
     s²(y - λ f_lab) / n. λ None takes `ppi_lambda`'s (PPI++); 0 gives the labels' mean, 1
-    plain PPI.
+    plain PPI. A λ fitted to the labels is a slope fitted to n points: the rectifier's
+    variance then counts two degrees of freedom spent and the quantile is t's with n - 2 (else
+    n - 1). With the normal quantile PPI++ covered 92.7% at 20 labels; so it covers 94.6%
+    (tests/test_judge_audit.py).
     """
     y, labelled, unlabelled = _arrays(y, f_labelled, f_unlabelled)
+    fitted = lam is None
     lam = ppi_lambda(y, labelled, unlabelled) if lam is None else lam
     if lam and len(unlabelled) < 2:
         raise ValueError("a nonzero lam needs at least 2 unlabelled predictions")
+    spent = 2 if fitted and lam and len(y) > 2 else 1
     rectifier = y - lam * labelled
     value = float(rectifier.mean())
-    variance = float(rectifier.var(ddof=1)) / len(y)
+    variance = float(rectifier.var(ddof=spent)) / len(y)
     if lam:
         value += lam * float(unlabelled.mean())
         variance += lam**2 * float(unlabelled.var(ddof=1)) / len(unlabelled)
-    return _normal(value, variance, alpha)
+    return _student(value, variance, len(y) - spent, alpha)
 
 
 def mean_interval(values: ArrayLike, alpha: float = ALPHA) -> Estimate:
-    """The mean of at least two values with its normal interval (sample variance / m)."""
+    """The mean of at least two values with its Student-t interval (sample variance / m,
+    m - 1 degrees of freedom)."""
     array = np.asarray(values, dtype=float)
     if len(array) < 2:
         raise ValueError(f"need at least 2 values, got {len(array)}")
-    return _normal(float(array.mean()), float(array.var(ddof=1)) / len(array), alpha)
+    variance = float(array.var(ddof=1)) / len(array)
+    return _student(float(array.mean()), variance, len(array) - 1, alpha)
 
 
 def sample(
@@ -386,7 +425,7 @@ def render_audit(audit: Audit) -> str:
         ),
         f"agreement: {_percent(audit.agreement)} ({audit.agreed}/{audit.labelled}; Wilson)",
         f"Cohen's kappa: {kappa_text}, 95% CI {kappa.low:.2f} to {kappa.high:.2f} "
-        "(asymptotic SE of Fleiss, Cohen & Everitt 1969)"
+        "(BCa bootstrap over the labelled examples)"
         if kappa
         else "Cohen's kappa: undefined (judge and people used one and the same category)",
     ]
@@ -435,7 +474,7 @@ def _win_rate(judgements: Sequence[Judgement], labelled: dict[tuple[str, int], L
     )
     lam = ppi_lambda(y, f_labelled, f_unlabelled)
     return WinRate(
-        ppi=_clipped(ppi_mean(y, f_labelled, f_unlabelled, lam)),
+        ppi=_clipped(ppi_mean(y, f_labelled, f_unlabelled)),
         lam=lam,
         human_only=_clipped(mean_interval(y)),
         judge_only=_clipped(mean_interval([SCORES[j.outcome] for j in judged])),
@@ -610,8 +649,8 @@ def _arrays(*columns: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return y, labelled, unlabelled
 
 
-def _normal(value: float, variance: float, alpha: float) -> Estimate:
-    half = float(sps.norm.isf(alpha / 2)) * math.sqrt(variance)
+def _student(value: float, variance: float, df: int, alpha: float) -> Estimate:
+    half = float(sps.t.isf(alpha / 2, df)) * math.sqrt(variance)
     return Estimate(value, value - half, value + half)
 
 
