@@ -19,7 +19,7 @@ from regress.gate.choice_calibration import (
     outcomes,
     reliability_diagram,
 )
-from regress.gate.compare import pair
+from regress.gate.pairing import pair
 
 
 def mc_record(doc_id: int, probs: list[float], target: int, task: str = "arc_easy") -> Record:

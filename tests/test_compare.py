@@ -11,7 +11,8 @@ from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import RuntimeFingerprint
 from regress.core.manifest import Manifest, ModelInfo, Run, TaskInfo
 from regress.core.records import Record, Status
-from regress.gate.compare import ROLLING, compare
+from regress.gate.compare import compare
+from regress.gate.outcomes import ROLLING
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy
 from regress.gate.results import MAX_FLIPS, UnitKind, Verdict
 from regress.stats import (

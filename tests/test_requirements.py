@@ -18,7 +18,8 @@ from test_report_html import bench_file
 from regress.bench.summaries import bench_models
 from regress.checks import candidate_latency
 from regress.core.errors import BadInput, ExitCode
-from regress.gate.compare import compare, judge, pair
+from regress.gate.compare import compare, judge
+from regress.gate.pairing import pair
 from regress.gate.policy import Metric, Policy, Requirement, parse_policy
 from regress.gate.requirements import Latency, measure, measure_latency, settle
 from regress.gate.results import Verdict

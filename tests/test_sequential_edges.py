@@ -15,7 +15,8 @@ from test_bounds import _bounded_child
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.store import Store
-from regress.gate.compare import judge, pair
+from regress.gate.compare import judge
+from regress.gate.pairing import pair
 from regress.gate.policy import Policy, load_policy, parse_policy
 from regress.gate.results import Verdict
 from regress.stats import MAX_LOOKS, SequentialDesign, median_unbiased_drift

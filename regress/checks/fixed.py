@@ -34,16 +34,12 @@ from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
 from regress.core.records import Record
 from regress.gate.choice_calibration import compare_calibration
-from regress.gate.compare import (
-    Paired,
-    Since,
-    judge,
-    pair,
-    pair_anchor,
-)
+from regress.gate.compare import judge
+from regress.gate.creep import Since, pair_anchor
 from regress.gate.integrity import check_proxy
 from regress.gate.judged import needs_judge
 from regress.gate.noise import Cause, typical
+from regress.gate.pairing import Paired, pair
 from regress.gate.requirements import Latency
 from regress.gate.results import (
     Comparison,

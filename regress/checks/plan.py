@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
-from regress.gate.compare import PLAN_FACTOR, unit_kind, units_of
+from regress.gate.outcomes import unit_kind
+from regress.gate.pairing import units_of
 from regress.gate.policy import Policy
 from regress.gate.results import UnitKind
+from regress.gate.units import PLAN_FACTOR
 from regress.stats import (
     Rule,
     SequentialDesign,

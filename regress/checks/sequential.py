@@ -39,8 +39,9 @@ from regress.checks.steps import (
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.records import Record
-from regress.gate.compare import decide, judge, pair
+from regress.gate.compare import judge, verdict_of
 from regress.gate.golden_rules import is_golden
+from regress.gate.pairing import pair
 from regress.gate.results import (
     CacheUse,
     Comparison,
@@ -164,7 +165,7 @@ def check_sequential(
             break
     assert last is not None and hardware is not None
     units = tuple(decided[u.name][1] if u.name in decided else u for u in last.units)
-    verdict, exit_code = decide(units, last.failures, last.golden, options.policy)
+    verdict, exit_code = verdict_of(replace(last, units=units))
     total = sum(len(examples) for _, examples in prepared)
     level = options.policy.alpha / max(1, sum(u.gated for u in units))
     summary = SequentialRun(

@@ -33,14 +33,9 @@ from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
 from regress.core.requests import GenerateRequest, LoglikelihoodRequest
-from regress.gate.compare import (
-    MISMATCH_REFUSED,
-    compare,
-    hash_difference,
-    units_of,
-)
+from regress.gate.compare import compare
 from regress.gate.noise import Cause, typical
-from regress.gate.pairing import pair_runs
+from regress.gate.pairing import MISMATCH_REFUSED, hash_difference, pair_runs, units_of
 from regress.gate.policy import Policy
 from regress.gate.results import (
     CacheUse,

@@ -20,7 +20,7 @@ from typing import Any
 from regress.checks.plan import UnitPlan
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
-from regress.gate.compare import units_of
+from regress.gate.pairing import units_of
 from regress.run.engine import TaskSpec
 from regress.run.runner import execute, plan_rerun
 from regress.tasks.base import DataSource

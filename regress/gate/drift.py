@@ -20,9 +20,9 @@ from scipy.stats import binomtest
 from regress.core.errors import BadInput, ExitCode
 from regress.core.fingerprint import hardware_differences, result_params
 from regress.core.manifest import Manifest, Run
-from regress.gate.compare import judge, pair
+from regress.gate.compare import judge
 from regress.gate.noise import NOISE_FLOORS, Cause
-from regress.gate.pairing import Pair
+from regress.gate.pairing import Pair, pair
 from regress.gate.policy import Policy
 from regress.gate.results import Comparison
 from regress.stats import adjust_pvalues, mcnemar_pvalue

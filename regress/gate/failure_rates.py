@@ -11,11 +11,15 @@ Without the key the rates are reported, not gated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Self
 
 from regress.core.records import Record
 from regress.gate.pairing import Pair
+from regress.gate.policy import Policy
+from regress.gate.rule import Context, Corrected, Family, Test
+from regress.gate.verdict import Verdict
 from regress.run.failures import FAILURES, FailureClass
 from regress.stats import paired_mean_test
 
@@ -92,3 +96,49 @@ def failure_rates(
             )
         )
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class FailureClasses:
+    """The failure classes' rule: a gated unit's class rate shown to rise beyond
+    `max_failure_increase` fails the gate."""
+
+    rates: tuple[FailureRate, ...]
+
+    def tests(self) -> tuple[Test, ...]:
+        """The increase test of every gated rate."""
+        return tuple(Test(Family.FAIL, f.pvalue) for f in self.rates if f.threshold is not None)
+
+    def repeated(self, at_look: Callable[[float], float]) -> Self:
+        """Every rate's p-value as its repeated p-value."""
+        return replace(self, rates=tuple(replace(f, pvalue=at_look(f.pvalue)) for f in self.rates))
+
+    def settled(
+        self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
+    ) -> Self:
+        """Each gated rate regressed when it rose beyond its threshold, shown at alpha."""
+        given = iter(corrected)
+        settled = []
+        for rate in self.rates:
+            if rate.threshold is not None:
+                adjusted = next(given).pvalue
+                regressed = rate.increase > rate.threshold and adjusted < policy.alpha
+                rate = replace(rate, adjusted_pvalue=adjusted, regressed=regressed)
+            settled.append(rate)
+        return replace(self, rates=tuple(settled))
+
+    def verdict(self) -> Verdict | None:
+        """REGRESSION when a rate regressed."""
+        return Verdict.REGRESSION if any(f.regressed for f in self.rates) else None
+
+
+def measure(context: Context) -> FailureClasses:
+    """Failure-class rates of the generation units, raw p-values (the gate corrects them)."""
+    found: list[FailureRate] = []
+    for name, members in context.units.items():
+        unit_pairs = [pair for task in members for pair in context.pairs[task.name]]
+        if generates(unit_pairs):
+            gated = context.unit_policies[name].gate
+            threshold = context.policy.max_failure_increase if gated else None
+            found += failure_rates(name, unit_pairs, threshold)
+    return FailureClasses(tuple(found))

@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from regress.core.errors import BadInput
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record, Status
-from regress.gate.pairing import Pair
+from regress.gate.pairing import Pair, Paired
+from regress.gate.policy import Policy
 from regress.tasks.variants import variant_of
 
 METRIC = "format_mean"
@@ -80,3 +82,15 @@ def _mean(task: str, records: Sequence[Record]) -> Record:
         metrics={METRIC: sum(rates) / len(rates)},
         status=Status.OK,
     )
+
+
+def with_pooled(paired: Paired, policy: Policy) -> Paired:
+    """The pairing with a pooled unit for every unit in several prompt formats."""
+    if policy.metric is not None:
+        raise BadInput(
+            "formats.pooled averages each example's primary outcome over its formats; it "
+            f"cannot pair on metric {policy.metric!r}: drop one of the two policy keys"
+        )
+    tasks, pairs = pooled(paired.tasks, paired.pairs)
+    every = sorted((*paired.tasks, *tasks), key=lambda t: t.name)
+    return replace(paired, tasks=tuple(every), pairs={**paired.pairs, **pairs})

@@ -26,14 +26,17 @@ noise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Self
 
 from regress.core.manifest import Run, TaskInfo
 from regress.core.records import Record
 from regress.gate.margins import record_margin
 from regress.gate.pairing import Pair
+from regress.gate.policy import Policy
+from regress.gate.rule import Context, Corrected, Family, Test
+from regress.gate.verdict import Verdict
 from regress.stats import Side, margin_pvalue
 
 GoldenItems = Mapping[tuple[str, int], Mapping[str, Any]]
@@ -193,3 +196,39 @@ def settle(result: GoldenResult, adjusted_pvalue: float | None, alpha: float) ->
         + (f" (adj. p {adjusted_pvalue:.3g})" if adjusted_pvalue is not None else "")
     )
     return replace(result, failed=bool(reasons), reason=reason, adjusted_pvalue=adjusted_pvalue)
+
+
+@dataclass(frozen=True)
+class GoldenSets:
+    """The golden sets' rule: a regressed must-pass item, or a relative drop shown beyond
+    `golden.max_relative_drop`, fails the gate."""
+
+    sets: tuple[GoldenResult, ...]
+
+    def tests(self) -> tuple[Test, ...]:
+        """Every set's relative-drop test."""
+        return tuple(Test(Family.FAIL, g.pvalue) for g in self.sets)
+
+    def repeated(self, at_look: Callable[[float], float]) -> Self:
+        """Every set's p-value as its repeated p-value."""
+        return replace(self, sets=tuple(replace(g, pvalue=at_look(g.pvalue)) for g in self.sets))
+
+    def settled(
+        self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
+    ) -> Self:
+        """Each set decided on its corrected relative-drop p (`settle`)."""
+        sets = zip(self.sets, corrected, strict=True)
+        return replace(self, sets=tuple(settle(g, c.pvalue, policy.alpha) for g, c in sets))
+
+    def verdict(self) -> Verdict | None:
+        """REGRESSION when a set failed."""
+        return Verdict.REGRESSION if any(g.failed for g in self.sets) else None
+
+
+def measure(context: Context, items: GoldenItems | None) -> GoldenSets:
+    """Both rules for every golden set of the pairing; `items` names their items."""
+    return GoldenSets(
+        judge_golden(
+            context.baseline, context.tasks, context.pairs, context.policy.max_relative_drop, items
+        )
+    )

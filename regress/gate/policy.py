@@ -95,6 +95,9 @@ class UnitPolicy:
     gate: bool = True
     """False: the unit is compared and reported but never changes the verdict."""
     rule: Rule | None = None
+    max_relative_drop: float | None = None
+    """Recovery: the candidate keeps at least 1 - this of the baseline's accuracy
+    (regress.gate.recovery); None: no recovery rule for the unit."""
 
     def __post_init__(self) -> None:
         if self.rule is not None:
@@ -510,6 +513,10 @@ def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:
     if "max_relative_increase" in entry:
         values["max_relative_increase"] = reader.positive(
             entry["max_relative_increase"], f"{key}.max_relative_increase"
+        )
+    if "max_relative_drop" in entry:
+        values["max_relative_drop"] = reader.fraction(
+            entry["max_relative_drop"], f"{key}.max_relative_drop", open_low=True
         )
     if "rule" in entry:
         values["rule"] = reader.choice(entry["rule"], f"{key}.rule", Rule)

@@ -16,8 +16,11 @@ from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import SpreadChange
 from regress.gate.golden_rules import GoldenResult
 from regress.gate.judged import JudgedSummary
+from regress.gate.outcomes import UnitKind
 from regress.gate.policy import Policy
+from regress.gate.recovery import RecoveryResult
 from regress.gate.turns import TurnChange
+from regress.gate.verdict import Verdict
 
 if TYPE_CHECKING:
     # Only a type here: the requirements module builds on this one.
@@ -27,23 +30,6 @@ from regress.stats import Rule
 COMPARISON_SCHEMA_VERSION = 1
 MAX_FLIPS = 200
 """Flips kept in a Comparison (regressions first); the total is always reported."""
-
-
-class Verdict(StrEnum):
-    """The gate's judgement of one unit, and of the whole comparison."""
-
-    PASS = "PASS"
-    REGRESSION = "REGRESSION"
-    INCONCLUSIVE = "INCONCLUSIVE"
-    ERROR = "ERROR"
-
-
-class UnitKind(StrEnum):
-    """What a unit pairs: 0/1 outcomes, scores in [0, 1], or per-document log-likelihoods."""
-
-    ACCURACY = "accuracy"
-    SCORE = "score"
-    PERPLEXITY = "perplexity"
 
 
 @dataclass(frozen=True)
@@ -376,6 +362,9 @@ class Comparison:
     """Set by `regress.checks.sequential.check_sequential`: the looks the gate took."""
     requirements: tuple[RequirementResult, ...] = ()
     """The policy's decision gates (`gates:`), each tested and decided."""
+    recovery: tuple[RecoveryResult, ...] = ()
+    """Units with a `max_relative_drop`: the candidate's share of the baseline's accuracy,
+    tested and decided (regress.gate.recovery)."""
     turns: tuple[TurnChange, ...] = ()
     """Conversation units: each turn's pass rate on both sides (reported, not gated)."""
     formats: tuple[SpreadChange, ...] = ()
@@ -390,7 +379,7 @@ class Comparison:
             del data["sequential"]
         if not self.requirements:
             del data["requirements"]
-        for name in ("turns", "formats"):
+        for name in ("turns", "formats", "recovery"):
             if not data[name]:
                 del data[name]
         for unit in data["units"]:

@@ -36,12 +36,13 @@ from scipy import stats as sps
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
 from regress.core.proxy_design import Calibration
-from regress.gate.compare import CI_ALPHA, units_of
 from regress.gate.integrity import check_proxy
+from regress.gate.pairing import units_of
 from regress.gate.policy import Policy
 from regress.gate.results import Verdict
 from regress.proxy import flip_rates
 from regress.stats import (
+    CI_ALPHA,
     SEED,
     Correction,
     PassRequires,

@@ -20,6 +20,7 @@ from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import FormatSpread
 from regress.gate.golden_rules import FRAGILE_MARGIN, GoldenResult
 from regress.gate.policy import Policy
+from regress.gate.recovery import RecoveryResult
 from regress.gate.requirements import RequirementResult
 from regress.gate.results import (
     Comparison,
@@ -131,6 +132,7 @@ def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> s
         _fold(STATISTICS, statistics),
         _more_flips(comparison, shown, flips),
         _golden(comparison),
+        _recovery(comparison),
         _failures(comparison.units),
         _fold("Models, runtime and policy", [_models(comparison), _policy(comparison)]),
         _warnings(comparison),
@@ -212,6 +214,9 @@ def _first_line(comparison: Comparison) -> str:
         if not which:
             risen = [f for f in comparison.failures if f.regressed]
             failing = [r for r in comparison.requirements if r.verdict is verdict]
+            lost = [r for r in comparison.recovery if r.verdict is verdict]
+            if lost and not risen:
+                return f"{head} in {_recovery_words(lost[0])}"
             if failing and not risen:
                 return f"{head} in decision gate {_requirement_words(failing[0])}"
             return f"{head} in failure rates: " + "; ".join(_rate_words(f) for f in risen)
@@ -223,6 +228,9 @@ def _first_line(comparison: Comparison) -> str:
         open_gates = [r for r in comparison.requirements if r.verdict is verdict]
         if open_gates and not which:
             return f"{head} in decision gate {_requirement_words(open_gates[0])}"
+        undecided = [r for r in comparison.recovery if r.verdict is verdict]
+        if undecided and not which:
+            return f"{head} in {_recovery_words(undecided[0])}"
         return f"{head}: {_undecided(which, gated, comparison.policy)}"
     return f"{head}: {_passed(gated, comparison.policy)}"
 
@@ -416,6 +424,11 @@ def _requirement_words(result: RequirementResult) -> str:
     return f"**{result.requirement}**: {result.reason}"
 
 
+def _recovery_words(result: RecoveryResult) -> str:
+    """`**recovery of arc_easy**: recovery 93.1%, at most 94.2% < 95.0% of ...`."""
+    return f"**recovery of {result.unit}**: {result.reason}"
+
+
 def _name(side: Fingerprint) -> str:
     return side.label or side.run
 
@@ -466,6 +479,7 @@ def _plain_notes(comparison: Comparison) -> str:
         f"- ❌ **failure rate**: {_rate_words(f)}" for f in comparison.failures if f.regressed
     ]
     lines += [f"- {ICONS[r.verdict]} {_requirement_words(r)}" for r in comparison.requirements]
+    lines += [f"- {ICONS[r.verdict]} {_recovery_words(r)}" for r in comparison.recovery]
     if comparison.sequential is not None:
         lines.append(f"- ⏱️ {_stopped_words(comparison.sequential)}")
     warnings = comparison.warnings
@@ -859,6 +873,44 @@ def _golden(comparison: Comparison) -> str:
         f"another CPU with no model change: make such an item less ambiguous._"
     )
     return "\n\n".join(lines)
+
+
+def _recovery(comparison: Comparison) -> str:
+    """Recovery: each unit's share of the baseline's accuracy, its bounds, its verdict."""
+    if not comparison.recovery:
+        return ""
+    body = [
+        [
+            r.unit,
+            f"{r.n:,}",
+            f"{r.baseline:.1%}",
+            f"{r.candidate:.1%}",
+            _percent(r.recovery),
+            _one_sided(r.at_least, r.at_least_level, "≥"),
+            _one_sided(r.at_most, r.at_most_level, "≤"),
+            f"{r.min_recovery:.1%}",
+            _pvalue(r.fail_adjusted_pvalue),
+            _pvalue(r.pass_adjusted_pvalue),
+            f"{ICONS[r.verdict]} {r.verdict}",
+        ]
+        for r in comparison.recovery
+    ]
+    header = ["unit", "n", "baseline", "candidate", "recovery", "at least", "at most"]
+    header += ["min", "adj. p (below)", "adj. p (above)", "verdict"]
+    table = markdown_table(header, body, ["---", *["---:"] * 9, "---"])
+    return (
+        f"### Recovery\n\n{table}\n\n_Recovery is the candidate's accuracy over the "
+        "baseline's on the same examples; a unit fails when it is shown below `min` (1 - its "
+        "max_relative_drop) and, under `pass_requires: evidence`, passes when shown above it. "
+        "Bounds are one-sided at the levels the family's correction set (Fieller's interval "
+        "of the paired ratio)._"
+    )
+
+
+def _one_sided(value: float | None, level: float | None, sign: str) -> str:
+    if value is None or level is None:
+        return "–"
+    return f"{sign} {value:.1%} ({(1 - level) * 100:.4g}%)"
 
 
 def _margin(margin: float | None) -> str:

@@ -1,0 +1,156 @@
+"""The decision gates' rule: the policy's absolute requirements on the candidate (`gates:`),
+each measured on its unit's examples and tested both ways (regress.gate.requirements).
+
+A gate shown failing fails the gate; one shown met counts toward a PASS that needs evidence;
+one that cannot be evaluated or decided is INCONCLUSIVE, never a silent PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Self
+
+from regress.gate.failure_rates import refusal_share
+from regress.gate.format_pool import SUFFIX as POOLED
+from regress.gate.judged import JudgedSummary, candidate_scores
+from regress.gate.outcomes import metric_of, outcome_value, unit_kind
+from regress.gate.policy import Metric, Policy, Requirement
+from regress.gate.requirements import (
+    Latency,
+    RequirementResult,
+    measure,
+    measure_latency,
+    settle,
+)
+from regress.gate.results import UnitKind
+from regress.gate.rule import Context, Corrected, Family, Test
+from regress.gate.unit_verdicts import or_one
+from regress.gate.verdict import Verdict, worst
+from regress.run.judge import Judged
+from regress.stats import PassRequires
+from regress.tasks.judge_templates import Mode
+
+
+@dataclass(frozen=True)
+class DecisionGates:
+    """Every decision gate of the policy, measured; decided once settled."""
+
+    results: tuple[RequirementResult, ...]
+
+    def tests(self) -> tuple[Test, ...]:
+        """Each evaluated gate's test of failing and its test of being met."""
+        found: list[Test] = []
+        for result in self.results:
+            if result.fail_pvalue is not None:
+                found += [
+                    Test(Family.FAIL, result.fail_pvalue),
+                    Test(Family.PASS, or_one(result.pass_pvalue)),
+                ]
+        return tuple(found)
+
+    def repeated(self, at_look: Callable[[float], float]) -> Self:
+        """Every gate's two p-values as repeated p-values."""
+        return replace(
+            self,
+            results=tuple(
+                replace(
+                    r,
+                    fail_pvalue=None if r.fail_pvalue is None else at_look(r.fail_pvalue),
+                    pass_pvalue=None if r.pass_pvalue is None else at_look(r.pass_pvalue),
+                )
+                for r in self.results
+            ),
+        )
+
+    def settled(
+        self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
+    ) -> Self:
+        """Each gate decided on its corrected tests."""
+        given = iter(corrected)
+        evidence = policy.pass_requires is PassRequires.EVIDENCE
+        decided = []
+        for result in self.results:
+            failing = met = None
+            if result.fail_pvalue is not None:
+                failing, met = next(given).pvalue, next(given).pvalue
+            decided.append(settle(result, failing, met, policy.alpha, evidence))
+        return replace(self, results=tuple(decided))
+
+    def verdict(self) -> Verdict | None:
+        """The worst verdict of a gate."""
+        return worst([r.verdict for r in self.results])
+
+
+def measure_gates(
+    context: Context,
+    summaries: Mapping[str, JudgedSummary],
+    judged: Judged | None,
+    latency: Latency | None,
+) -> DecisionGates:
+    """Every decision gate's raw tests: `ttft_ms` on `latency`, `quality` on the grading
+    judge's scores (`summaries`, `judged`), the rest on the candidate's examples."""
+    return DecisionGates(
+        tuple(
+            measure_latency(r, latency or Latency())
+            if r.metric is Metric.TTFT_MS
+            else _quality(r, summaries, judged)
+            if r.metric is Metric.QUALITY
+            else _requirement(r, context)
+            for r in context.policy.gates
+        )
+    )
+
+
+def _requirement(requirement: Requirement, context: Context) -> RequirementResult:
+    """A decision gate's raw tests on the candidate's examples of its unit (every gated
+    accuracy or score unit when it names none): each example's value of the unit's metric,
+    or its refusal share."""
+    units, pairs, unit_policies = context.units, context.pairs, context.unit_policies
+    if requirement.unit is not None and requirement.unit not in units:
+        return measure(requirement, None, f"the suite has no unit {requirement.unit!r}")
+    # A pooled unit holds the same examples as its formats: counted once, in them.
+    gated = [n for n in units if unit_policies[n].gate and not n.endswith(POOLED)]
+    names = [requirement.unit] if requirement.unit else gated
+    refusals = requirement.metric is Metric.REFUSAL_RATE
+    values: list[float] = []
+    generated = False
+    for name in names:
+        members = units[name]
+        records = {t.name: [cand for _, cand in pairs[t.name]] for t in members}
+        kind = unit_kind(name, members, records)
+        if kind is UnitKind.PERPLEXITY:
+            continue
+        for task in members:
+            metric = metric_of(task, unit_policies[name], kind)
+            for record in records[task.name]:
+                generated = generated or "failure" in record.scores
+                binary = kind is UnitKind.ACCURACY
+                values.append(
+                    refusal_share(record) if refusals else outcome_value(record, metric, binary)
+                )
+    if refusals and not generated:
+        return measure(requirement, None, "its examples are not generations: nothing to refuse")
+    return measure(requirement, values, "")
+
+
+def _quality(
+    requirement: Requirement, summaries: Mapping[str, JudgedSummary], judged: Judged | None
+) -> RequirementResult:
+    """A `quality` gate's raw tests on the candidate's scores from the grading judge, in its
+    unit (every graded unit when it names none). Not evaluated without a grading judge, or
+    when the judge gave every answer one score: its mean would then say nothing."""
+    graded = {name: s for name, s in summaries.items() if s.mode != Mode.PAIRWISE}
+    if requirement.unit is not None and requirement.unit not in graded:
+        why = f"no grading judge (judge.mode single or rubric) scored unit {requirement.unit!r}"
+        return measure(requirement, None, why)
+    names = [requirement.unit] if requirement.unit else sorted(graded)
+    if judged is None or not names:
+        why = "no unit was scored by a grading judge (judge.mode single or rubric)"
+        return measure(requirement, None, why)
+    for name in names:
+        if not graded[name].decides:
+            return measure(requirement, None, f"the judge gave every answer of {name} one score")
+    return measure(
+        requirement, candidate_scores([j for j in judged.judgements if j.unit in names]), ""
+    )
