@@ -42,7 +42,7 @@ from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.report.charts import CHARTS, TIMELINE_POINTS, distinct, log_ticks, resources_over_time
 from regress.report.history_chart import PERCENT
-from regress.report.html import figure_json, render_page
+from regress.report.html import figure_json, render_page, unit_words
 from regress.report.json_report import render_json
 from regress.report.markdown import render_markdown
 from regress.report.sources import Inputs, load_inputs
@@ -321,6 +321,27 @@ def test_verdict_card_heads_the_page_with_the_deciding_unit(inputs: list[Path]) 
     )
     assert words in body
     assert "adj. p" not in body and "H0" not in body and html.escape(unit["reason"]) not in body
+
+
+@pytest.mark.parametrize(
+    ("spec", "verdict"),
+    [
+        ({"arc": (400, 60, 10)}, "REGRESSION"),
+        ({"arc": (300, 12, 6)}, "INCONCLUSIVE"),
+        ({"arc": (40, 3, 1)}, "INCONCLUSIVE"),  # under min_examples
+        ({"arc": (2000, 10, 12)}, "PASS"),
+    ],
+)
+def test_a_cards_unit_words_are_the_markdowns(spec, verdict) -> None:
+    """What the card says of a unit, from the JSON report, is what the Markdown report says
+    of it from the comparison (the Markdown may go on: what would decide it)."""
+    from test_compare import runs
+
+    comparison = compare(*runs(spec), Policy())
+    (unit,) = json.loads(render_json(comparison))["units"]
+    assert unit["verdict"] == verdict
+    words = unit_words(unit, comparison.policy.min_examples)
+    assert "arc" in words and words in render_markdown(comparison)
 
 
 def test_one_card_per_gate_report_naming_golden_sets_that_failed(

@@ -255,18 +255,18 @@ def _deciding(comp: dict[str, Any], gated: list[dict[str, Any]]) -> list[str]:
     ]
     which = [u for u in gated if u["verdict"] == comp["verdict"]]
     min_examples = comp.get("policy", {}).get("min_examples", 0)
-    lines += [f"{u['name']} {unit_words(u, min_examples)}" for u in which[:DECIDING_SHOWN]]
+    lines += [unit_words(u, min_examples) for u in which[:DECIDING_SHOWN]]
     if len(which) > DECIDING_SHOWN:
         lines.append(f"{len(which) - DECIDING_SHOWN} more unit(s) {comp['verdict']}")
     return lines
 
 
 def unit_words(u: dict[str, Any], min_examples: int = 0) -> str:
-    """A gate report unit's verdict in words, as the Markdown report says it: what changed,
-    what its one-sided bound showed or left open, and what would decide it."""
+    """A gate report unit's name and verdict in words, as the Markdown report says them: what
+    changed, and what its one-sided bound showed or left open."""
     bounds = u.get("bounds") or {}
-    if u.get("delta") is None or not bounds:
-        return f"({u['verdict']}): {u['reason']}"
+    if u["verdict"] == "ERROR" or u.get("delta") is None or not bounds:
+        return f"{u['name']}: {u['reason']}"
     perplexity = u.get("kind") == "perplexity"
     noun = "increase" if perplexity else "drop"
 
@@ -275,11 +275,12 @@ def unit_words(u: dict[str, Any], min_examples: int = 0) -> str:
 
     delta = u["delta"]
     if perplexity:
-        text = f"{u.get('metric', 'perplexity')} {'rose' if delta > 0 else 'fell'} {abs(delta):.2%}"
+        moved = "rose" if delta > 0 else "fell"
+        text = f"{u['name']} {u.get('metric', 'perplexity')} {moved} {abs(delta):.2%}"
     else:
-        text = f"{'dropped' if delta < 0 else 'rose'} {abs(delta) * 100:.1f} pts" if delta else ""
-        text = text or "unchanged"
-        if u.get("b") is not None and u.get("c") is not None:
+        change = f"{'dropped' if delta < 0 else 'rose'} {abs(delta) * 100:.1f} pts"
+        text = f"{u['name']} {change if delta else 'unchanged'}"
+        if u.get("b") is not None and u.get("c") is not None and u["verdict"] != "PASS":
             text += f" ({u['b']} broke, {u['c']} fixed)"
     threshold = u["threshold"]
     limit = f"the {f'+{threshold:.2%}' if perplexity else f'{threshold * 100:.1f}-pt'} limit"
@@ -291,7 +292,7 @@ def unit_words(u: dict[str, Any], min_examples: int = 0) -> str:
     if verdict == "PASS":
         return f"{text}; the {noun} is at most {amount(bounds['at_most'])}, within {limit}"
     if u.get("n", 0) < min_examples:
-        return f"{text}, from only {u['n']} examples ({min_examples} needed)"
+        return f"only {u['n']} examples in {u['name']}; {min_examples} needed"
     return f"{text}; the {noun} may be up to {amount(bounds['at_most'])}, more than {limit}"
 
 
