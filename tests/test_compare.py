@@ -15,6 +15,7 @@ from regress.gate.compare import compare
 from regress.gate.outcomes import ROLLING
 from regress.gate.policy import Inconclusive, Policy, UnitPolicy
 from regress.gate.results import MAX_FLIPS, UnitKind, Verdict
+from regress.report.markdown import render_markdown
 from regress.stats import (
     PassRequires,
     Rule,
@@ -146,12 +147,31 @@ def test_a_drop_neither_shown_beyond_nor_within_is_inconclusive():
     assert unit.verdict is Verdict.INCONCLUSIVE and result.exit_code is ExitCode.OK
     upper = drop_bound(28, 19, 300, 0.05, Side.WITHIN)
     assert upper > 0.02 and unit.bounds.at_most == upper
-    assert unit.n_to_pass == pass_n(47 / 300, 0.02, 0.05, 0.8) > 300
+    # The drop seen (3 pts) is beyond the limit: the one plan is the n that detects twice it.
+    assert unit.n_to_pass is None and unit.plan_drop == 0.04
+    assert unit.n_needed == accuracy_n(47 / 300, 0.04, 0.02, Rule.MARGIN, 0.05, 0.8) > 300
     assert unit.reason == (
         f"Δ -3.0 pts: the drop may be up to {upper * 100:.1f} pts (95% one-sided, adjusted), "
-        f"not shown within max_drop 2.0 pts; about {unit.n_to_pass:,} examples would show "
-        "an unchanged model within it"
+        "not shown within max_drop 2.0 pts"
     )
+
+
+def test_an_undecided_drop_within_its_limit_plans_the_n_that_shows_it_within():
+    """One meaning for "the examples that would decide": a drop seen within the limit plans
+    the n that would show an unchanged model within it, and only that."""
+    base, cand = runs({"arc_easy": (300, 12, 10)})
+    result = compare(base, cand, Policy())
+    (unit,) = result.units
+    assert unit.verdict is Verdict.INCONCLUSIVE and unit.n_needed is None
+    assert unit.n_to_pass == pass_n(22 / 300, 0.02, 0.05, 0.8) > 300
+    assert unit.reason.endswith(
+        f"about {unit.n_to_pass:,} examples would show an unchanged model within it"
+    )
+    first = render_markdown(result).splitlines()[0]
+    assert first.startswith("## regress: ⚠️ INCONCLUSIVE (not blocking): arc_easy")
+    step = 10 ** (len(str(unit.n_to_pass)) - 2)  # the headline gives two significant digits
+    about = round(unit.n_to_pass / step) * step
+    assert f"about {about:,} examples would show an unchanged model within it" in first
 
 
 def test_a_drop_that_is_not_significant_passes_when_pass_requires_no_evidence_of_harm():

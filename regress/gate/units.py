@@ -548,19 +548,29 @@ def measure(context: Context, judged: Mapping[str, JudgedSummary]) -> Units:
 
 
 def _planned(unit: UnitResult, policy: Policy) -> UnitResult:
-    """The unit with its verdict, and the plans ("how many examples would decide") only an
-    undecided unit asks."""
-    verdict, reason = verdict_of(unit, policy)
+    """The unit with its verdict, and the one plan ("the examples that would decide") only an
+    undecided unit asks: to detect a drop of twice its limit when the drop seen is already
+    beyond the limit, the unit is too small or no evidence is asked for a PASS (`n_needed`);
+    else to show an unchanged model within the limit (`n_to_pass`). The report's headline,
+    notes and the unit's reason all give that one number."""
+    verdict, _ = verdict_of(unit, policy)
     if verdict is not Verdict.INCONCLUSIVE:
         unit = replace(unit, n_needed=None, plan_drop=None, n_to_pass=None)
-    elif unit.n < policy.min_examples and unit.kind is not UnitKind.PERPLEXITY:
-        unit = replace(
-            unit,
-            n_needed=max(policy.min_examples, unit.n_needed or 0),
-            n_to_pass=max(policy.min_examples, unit.n_to_pass or 0),
+    else:
+        too_few = unit.n < policy.min_examples and unit.kind is not UnitKind.PERPLEXITY
+        if too_few:
+            unit = replace(unit, n_needed=max(policy.min_examples, unit.n_needed or 0))
+        drop = unit.delta if unit.kind is UnitKind.PERPLEXITY else -(unit.delta or 0.0)
+        detect = (
+            too_few
+            or (drop or 0.0) > unit.threshold
+            or policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM
         )
-    if policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM:
-        unit = replace(unit, n_to_pass=None)
+        if detect:
+            unit = replace(unit, n_to_pass=None)
+        else:
+            unit = replace(unit, n_needed=None, plan_drop=None)
+    verdict, reason = verdict_of(unit, policy)
     return replace(unit, verdict=verdict, reason=reason)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from regress.core.errors import ExitCode
 from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import FormatSpread
 from regress.gate.golden_rules import FRAGILE_MARGIN, GoldenResult
@@ -225,6 +226,9 @@ def _first_line(comparison: Comparison) -> str:
     if verdict is Verdict.ERROR:
         return f"{head}: {_named(which[0], comparison.policy)}" + _others(which) if which else head
     if verdict is Verdict.INCONCLUSIVE:
+        # Whether it blocks is the first thing a reviewer asks of an INCONCLUSIVE.
+        blocks = comparison.exit_code != ExitCode.OK
+        head += " (blocking: inconclusive: fail)" if blocks else " (not blocking)"
         open_gates = [r for r in comparison.requirements if r.verdict is verdict]
         if open_gates and not which:
             return f"{head} in decision gate {_requirement_words(open_gates[0])}"
