@@ -4,8 +4,10 @@ Teams that already run lm-eval get the paired test on their own files: the run b
 baseline (`regress baseline import-lm-eval`) or a candidate (`regress check
 --candidate-samples`). lm-eval 0.4 writes `<output_path>/<model_name_sanitized>/
 results_<date>.json` and, beside it, one `samples_<task>_<date>.jsonl` per task with the same
-date; either that folder or `<output_path>` itself is accepted. Only multiple-choice tasks are
-read: their per-choice log-likelihoods are all the gate needs.
+date; either that folder or `<output_path>` itself is accepted. Multiple-choice tasks are read
+with their per-choice log-likelihoods; generation tasks (GSM8K) with their first filter's
+answer and metric, paired with other lm-eval runs only (their prompt hash is lm-eval's
+logged request, not regress's).
 
 Identity. Each record gets the hashes regress computes for its own runs, so examples pair
 across the two tools exactly when they are the same document under the same prompt:
@@ -26,7 +28,7 @@ across the two tools exactly when they are the same document under the same prom
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,8 +57,10 @@ _DOC_FIELDS: dict[str, tuple[str, ...]] = {
     "hellaswag": ("query", "choices", "gold"),
     "truthfulqa_mc": ("question", "mc1_targets", "mc2_targets"),
     "builtin_": ("id", "question", "choices", "answer"),
+    "gsm8k": ("question", "answer"),
 }
 _MULTIPLE_CHOICE = "multiple_choice"
+_GENERATE = "generate_until"
 
 
 @dataclass(frozen=True)
@@ -267,10 +271,12 @@ class _TaskSettings:
 def _read_task(task: str, path: Path, results: dict[str, Any]) -> tuple[list[Record], TaskInfo]:
     config = (results.get("configs") or {}).get(task, {})
     output_type = config.get("output_type", _MULTIPLE_CHOICE)
+    if output_type == _GENERATE:
+        return _read_generation_task(task, path, config, results)
     if output_type != _MULTIPLE_CHOICE:
         raise BadInput(
-            f"{path}: task {task} is {output_type}; only multiple_choice tasks can be "
-            "imported (leave it out with --tasks)"
+            f"{path}: task {task} is {output_type}; only multiple_choice and generate_until "
+            "tasks can be imported (leave it out with --tasks)"
         )
     samples = _read_samples(path)
     settings = _settings(task, config, results, samples)
@@ -279,6 +285,13 @@ def _read_task(task: str, path: Path, results: dict[str, Any]) -> tuple[list[Rec
         if sample.doc_id in records:
             raise BadInput(f"{sample.where}: doc_id {sample.doc_id} appears twice")
         records[sample.doc_id] = _record(task, sample, settings)
+    return _ordered(task, records, settings, "loglikelihood")
+
+
+def _ordered(
+    task: str, records: dict[int, Record], settings: _TaskSettings, output_type: str
+) -> tuple[list[Record], TaskInfo]:
+    """The task's records in doc_id order and its TaskInfo."""
     ordered = [records[doc_id] for doc_id in sorted(records)]
     last = ordered[-1].doc_id + 1
     dataset_hash, prompt_hash = task_hashes(ordered)
@@ -288,7 +301,7 @@ def _read_task(task: str, path: Path, results: dict[str, Any]) -> tuple[list[Rec
         n=len(ordered),
         num_fewshot=settings.num_fewshot,
         metric=settings.metric,
-        output_type="loglikelihood",
+        output_type=output_type,
         dataset_hash=dataset_hash,
         prompt_hash=prompt_hash,
         # Rerunning the first `last` documents covers every doc_id the run holds.
@@ -298,8 +311,94 @@ def _read_task(task: str, path: Path, results: dict[str, Any]) -> tuple[list[Rec
     return ordered, info
 
 
+@dataclass(frozen=True)
+class _Generation:
+    """One samples line of a generation task under one filter, typed."""
+
+    where: str
+    doc_id: int
+    doc: dict[str, Any]
+    target: Any
+    arguments: Any
+    """The request as lm-eval logged it: context and generation kwargs."""
+    answer: Any
+    """The filtered response the metric scored (GSM8K's extracted number)."""
+    filter: str
+    metrics: dict[str, float]
+
+
+def _read_generation_task(
+    task: str, path: Path, config: dict[str, Any], results: dict[str, Any]
+) -> tuple[list[Record], TaskInfo]:
+    """A generate_until task: lm-eval logs one line per document and filter; the task's
+    first filter (GSM8K's strict-match) is the one gated, the others' metrics are kept as
+    `metric,filter`. Its prompt hash covers lm-eval's logged request (context and
+    generation kwargs), so it pairs with lm-eval runs, not with regress's own."""
+    lines = [_parse_generation(text, where) for text, where in _lines(path)]
+    filters = list(dict.fromkeys(line.filter for line in lines))
+    named = [f.get("name") for f in config.get("filter_list") or [] if isinstance(f, dict)]
+    primary = next((f for f in named if f in filters), filters[0])
+    chosen = [line for line in lines if line.filter == primary]
+    settings = _settings(task, config, results, chosen)
+    others: dict[int, dict[str, float]] = {}
+    for line in lines:
+        if line.filter != primary:
+            extra = {f"{k},{line.filter}": v for k, v in line.metrics.items()}
+            others.setdefault(line.doc_id, {}).update(extra)
+    records: dict[int, Record] = {}
+    for line in chosen:
+        if line.doc_id in records:
+            raise BadInput(f"{line.where}: doc_id {line.doc_id} appears twice")
+        if settings.metric not in line.metrics:
+            raise BadInput(f"{line.where}: no {settings.metric} metric in the sample")
+        value = line.metrics[settings.metric]
+        records[line.doc_id] = Record(
+            task=task,
+            doc_id=line.doc_id,
+            doc_hash=doc_hash(canonical_doc(task, line.doc)),
+            prompt_hash=digest([json.dumps(line.arguments, sort_keys=True, ensure_ascii=False)]),
+            target=line.target,
+            pred=line.answer,
+            correct=int(value) if settings.binary else None,
+            metrics={**line.metrics, **others.get(line.doc_id, {})},
+        )
+    return _ordered(task, records, settings, _GENERATE)
+
+
+def _lines(path: Path) -> list[tuple[str, str]]:
+    """The file's non-empty lines, each with its file:line for error messages."""
+    with path.open(encoding="utf-8") as fh:
+        found = [(text, f"{path}:{n}") for n, text in enumerate(fh, 1) if text.strip()]
+    if not found:
+        raise BadInput(f"{path}: no samples")
+    return found
+
+
+def _parse_generation(text: str, where: str) -> _Generation:
+    line = _json_line(text, where)
+    try:
+        doc_id, doc, answers = line["doc_id"], line["doc"], line["filtered_resps"]
+        if not isinstance(doc_id, int) or not isinstance(doc, dict):
+            raise TypeError("doc_id must be an integer and doc an object")
+        return _Generation(
+            where=where,
+            doc_id=doc_id,
+            doc=doc,
+            target=line.get("target"),
+            arguments=line["arguments"],
+            answer=answers[0] if isinstance(answers, list) and answers else answers,
+            filter=str(line["filter"]),
+            metrics=_numeric_metrics(line),
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise BadInput(f"{where}: not an lm-eval generation sample ({exc!r})") from exc
+
+
 def _settings(
-    task: str, config: dict[str, Any], results: dict[str, Any], samples: list[_Sample]
+    task: str,
+    config: dict[str, Any],
+    results: dict[str, Any],
+    samples: Sequence[_Sample | _Generation],
 ) -> _TaskSettings:
     if task in list_tasks():
         ours = get_tasks([task])[0]
@@ -324,22 +423,19 @@ def _settings(
 
 
 def _read_samples(path: Path) -> list[_Sample]:
-    samples = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, text in enumerate(fh, 1):
-            if text.strip():
-                samples.append(_parse(text, f"{path}:{lineno}"))
-    if not samples:
-        raise BadInput(f"{path}: no samples")
-    return samples
+    return [_parse(text, where) for text, where in _lines(path)]
+
+
+def _json_line(text: str, where: str) -> Any:
+    try:
+        return safe_json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{where}: not valid JSON ({exc.msg})") from exc
 
 
 def _parse(text: str, where: str) -> _Sample:
     """One samples line, checked for the shape lm-eval writes for multiple choice."""
-    try:
-        line = safe_json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{where}: not valid JSON ({exc.msg})") from exc
+    line = _json_line(text, where)
     try:
         doc_id, doc, arguments = line["doc_id"], line["doc"], line["arguments"]
         if not isinstance(doc_id, int) or not isinstance(doc, dict):
@@ -462,12 +558,14 @@ def _target(target: Any, choices: list[str]) -> Any:
     return target
 
 
-def _unknown_task_metric(sample: _Sample) -> str:
-    for name in ("acc", "acc_norm"):
+def _unknown_task_metric(sample: _Sample | _Generation) -> str:
+    for name in ("acc", "acc_norm", "exact_match"):
         if name in sample.metrics:
             return name
     known = ", ".join(sample.metrics) or "none"
-    raise BadInput(f"{sample.where}: no acc or acc_norm metric to gate on (has: {known})")
+    raise BadInput(
+        f"{sample.where}: no acc, acc_norm or exact_match metric to gate on (has: {known})"
+    )
 
 
 def _group_of(task: str, results: dict[str, Any]) -> str | None:
