@@ -6,6 +6,7 @@ gate, what is named in the report, and that nothing is rerun.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,36 @@ def test_a_file_that_is_no_inspect_log_is_refused(tmp_path: Path) -> None:
     broken.write_text("not a zip")
     with pytest.raises(BadInput, match="not an Inspect log inspect-ai can read"):
         read_samples(broken, "x")
+
+
+def lm_eval_folder(root: Path, lines: list[dict], filters: list[str]) -> Path:
+    """An lm-eval output folder holding `lines` as its gsm8k samples."""
+    stamp = "2026-01-01T00-00-00.000000"
+    folder = root / "model"
+    folder.mkdir(parents=True)
+    config = {"output_type": "generate_until", "filter_list": [{"name": f} for f in filters]}
+    results = {"configs": {"gsm8k": config}, "n-shot": {"gsm8k": 5}, "config": {"model": "hf"}}
+    (folder / f"results_{stamp}.json").write_text(json.dumps(results))
+    samples = "".join(json.dumps(line) + "\n" for line in lines)
+    (folder / f"samples_gsm8k_{stamp}.jsonl").write_text(samples)
+    return root
+
+
+def test_a_generation_task_is_read_with_its_first_filter(tmp_path: Path) -> None:
+    """lm-eval's GSM8K lines (tests/fixtures: a real run's, strings cut short): one per
+    filter; the flexible-extract copy is edited to answer right, so the filters disagree."""
+    fixture = json.loads((ROOT / "tests/fixtures/lm_eval_samples_shape.json").read_text())
+    strict, flexible = fixture["lines"]["generate_until"]
+    flexible = {**flexible, "filtered_resps": ["9"], "exact_match": 1.0}
+    out = lm_eval_folder(tmp_path, [flexible, strict], ["strict-match", "flexible-extract"])
+    run = read_samples(out, "x")
+    [record] = run.records["gsm8k"]
+    assert (record.pred, record.correct) == (strict["filtered_resps"][0], 0)
+    assert record.metrics == {"exact_match": 0.0, "exact_match,flexible-extract": 1.0}
+    info = run.manifest.tasks["gsm8k"]
+    assert (info.output_type, info.metric, info.num_fewshot) == ("generate_until", "exact_match", 5)
+    # The same run read again pairs with itself; an edited prompt is another prompt hash.
+    again = {**strict, "arguments": {"gen_args_0": {**strict["arguments"]["gen_args_0"]}}}
+    again["arguments"]["gen_args_0"]["arg_0"] += " (edited)"
+    other = lm_eval_folder(tmp_path / "b", [again], ["strict-match"])
+    assert read_samples(other, "y").records["gsm8k"][0].prompt_hash != record.prompt_hash
