@@ -14,6 +14,9 @@ probability is a sum over (b, m): exact, not simulated.
   each rule and each `pass_requires`.
 - `sequential_oc`: one unit under the sequential gate (regress.checks.sequential), seeded
   simulation of the same exact tests at each look's nominal level, beside the fixed design.
+- `stopping_law`: the same unit's verdicts and examples used, exactly: the paired counts'
+  distribution carried look to look, what each look's exact tests decide taken out (what
+  `regress plan` and the `no_early_stop` warning read, instead of a normal approximation).
 - `family_false_alarms`: the whole gate's chance of any REGRESSION when nothing changed (or
   every rule sits at its threshold), three units, a failure class and a golden set in one
   Holm family. Seeded simulation of the gate's own tests.
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import signal, special
 from scipy import stats as sps
 
 from regress.stats.decision import PassRequires, Rule, inconclusive, regression
@@ -428,6 +432,99 @@ def sequential_oc(
         n, drop, discordance, regressed / runs, passed / runs, used / runs,
         fixed[Side.BEYOND], fixed[Side.WITHIN],
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StoppingLaw:
+    """A sequential unit's exact verdict rates and the examples it uses."""
+
+    sizes: tuple[int, ...]
+    """Examples seen at each look."""
+    stopped: tuple[float, ...]
+    """P(the unit stops at each look with a REGRESSION or a PASS); the rest runs to the end."""
+    regression: float
+    passed: float
+
+    @property
+    def expected_n(self) -> float:
+        """Expected examples used: a unit that never stops uses them all."""
+        early = sum(p * s for p, s in zip(self.stopped[:-1], self.sizes[:-1], strict=True))
+        return early + (1.0 - sum(self.stopped[:-1])) * self.sizes[-1]
+
+
+MASS = 1e-13
+"""Paired counts rarer than this at a look are carried on undecided: their verdict moves no
+rate or expected n by more than it, and skipping them spares exact tests."""
+
+
+def stopping_law(
+    n: int,
+    drop: float,
+    discordance: float,
+    design: SequentialDesign,
+    alpha: float = ALPHA,
+    margin: float = MAX_DROP,
+) -> StoppingLaw:
+    """Exactly what `sequential_oc` simulates: the joint law of the counts (b, c) of the
+    examples seen so far is carried from look to look (a trinomial step per look's new
+    examples), and at each look the outcomes its exact tests decide at their nominal level
+    (REGRESSION: b at or beyond the margin test's edge; PASS: at or within the WITHIN edge)
+    leave it. Needs 0 < |drop| <= discordance or drop 0 < discordance."""
+    if not 0 < discordance <= 1 or abs(drop) > discordance:
+        raise ValueError(f"need 0 < discordance <= 1 and |drop| <= it, got {drop}, {discordance}")
+    sizes = tuple(cut(n, t) for t in design.looks)
+    law = np.ones((1, 1))  # P(b, c) of the undecided runs, b rows, c columns
+    before, stopped, regressed, passed = 0, [], 0.0, 0.0
+    for k, size in enumerate(sizes):
+        law = signal.fftconvolve(law, _trinomial(size - before, drop, discordance))
+        law = np.clip(law, 0.0, None)  # FFT rounding leaves specks below zero
+        before = size
+        level = design.nominal_level(alpha, k)
+        b, c = np.indices(law.shape)
+        m = b + c
+        masses = np.bincount(m.ravel(), weights=law.ravel())
+        likely = np.flatnonzero(masses > MASS)
+        up = np.full(masses.size, size + 1)
+        down = np.full(masses.size, -1)
+        if likely.size:
+            first, last = int(likely[0]), int(likely[-1]) + 1
+            up[first:last] = _look_edges(size, margin, level, Side.BEYOND, first, last)
+            down[first:last] = _look_edges(size, margin, level, Side.WITHIN, first, last)
+        worse, within = (b >= up[m]) & (m <= size), (b <= down[m]) & (m <= size)
+        regressed += float(law[worse].sum())
+        passed += float(law[within].sum())
+        stopped.append(float(law[worse | within].sum()))
+        law = np.where(worse | within, 0.0, law)
+    return StoppingLaw(sizes, tuple(stopped), regressed, passed)
+
+
+@functools.lru_cache(maxsize=256)
+def _look_edges(
+    size: int, margin: float, level: float, side: Side, first: int, last: int
+) -> np.ndarray:
+    """rejection_edges over m in [first, last), kept: the m a discordance makes likely are the
+    same whatever the drop, so a plan's three drops share them."""
+    edges = rejection_edges(size, margin, level, side, range(first, last))
+    edges.setflags(write=False)
+    return edges
+
+
+def _trinomial(steps: int, drop: float, discordance: float) -> np.ndarray:
+    """P(b, c) over `steps` examples, each a regression, an improvement or neither."""
+    share = (discordance + drop) / (2 * discordance)
+    b, c = np.indices((steps + 1, steps + 1))
+    m = b + c
+    inside = m <= steps
+    log_p = (
+        special.gammaln(steps + 1)
+        - special.gammaln(b + 1)
+        - special.gammaln(c + 1)
+        - special.gammaln(np.maximum(steps - m, 0) + 1)
+        + special.xlogy(b, discordance * share)
+        + special.xlogy(c, discordance * (1 - share))
+        + special.xlog1py(np.maximum(steps - m, 0), -discordance)
+    )
+    return np.where(inside, np.exp(np.where(inside, log_p, 0.0)), 0.0)
 
 
 @functools.lru_cache(maxsize=200_000)

@@ -175,17 +175,6 @@ def stopping(
     return tuple(up), tuple(down)
 
 
-def expected_fraction(design: SequentialDesign, alpha: float, theta: float) -> float:
-    """The expected share of the examples a unit uses before it stops, at drift `theta`."""
-    up, down = stopping(design, alpha, theta)
-    stopped = [u + d for u, d in zip(up, down, strict=True)]
-    used, left = 0.0, 1.0
-    for k, t in enumerate(design.looks[:-1]):
-        used += stopped[k] * t
-        left -= stopped[k]
-    return used + max(0.0, left) * design.looks[-1]
-
-
 def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: float) -> float:
     """The median-unbiased drift θ after a unit stopped at `look` (0-based) with statistic z.
 
