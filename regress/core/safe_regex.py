@@ -65,7 +65,7 @@ def search(pattern: str, text: str, ignore_case: bool = False) -> regex.Match[st
 def sub(pattern: str, repl: str, text: str, count: int = 0) -> str:
     """`re.sub`, bounded by SECONDS (and MAX_PROGRAM)."""
     try:
-        return _compiled(pattern, 0).sub(repl, text, count=count, timeout=SECONDS)
+        return str(_compiled(pattern, 0).sub(repl, text, count=count, timeout=SECONDS))
     except TimeoutError as exc:
         raise _slow(pattern, len(text)) from exc
     except regex.error as exc:

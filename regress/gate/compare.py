@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 
 from regress.core.errors import BadInput, ExitCode
+from regress.core.judgements import Judged
 from regress.core.manifest import Run
 from regress.gate import creep, failure_rates, golden_rules, recovery, units
 from regress.gate.creep import Since, creep_policies
@@ -37,7 +38,6 @@ from regress.gate.rule import Context, GateRule
 from regress.gate.turns import turn_changes
 from regress.gate.units import Units, error_rate
 from regress.gate.verdict import Verdict
-from regress.run.judge import Judged
 
 
 def compare(

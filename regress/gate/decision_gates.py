@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Self
 
+from regress.core.judgements import Judged, Mode
 from regress.gate.failure_rates import refusal_share
 from regress.gate.format_pool import SUFFIX as POOLED
 from regress.gate.judged import JudgedSummary, candidate_scores
@@ -27,9 +28,7 @@ from regress.gate.results import UnitKind
 from regress.gate.rule import Context, Corrected, Family, Test
 from regress.gate.unit_verdicts import or_one
 from regress.gate.verdict import Verdict, worst
-from regress.run.judge import Judged
 from regress.stats import PassRequires
-from regress.tasks.judge_templates import Mode
 
 
 @dataclass(frozen=True)

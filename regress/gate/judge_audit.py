@@ -25,7 +25,7 @@ from scipy import stats as sps
 
 from regress.core.errors import BadInput
 from regress.core.files import write_text_atomic
-from regress.run.judge import Judgement, Outcome, outcome_of
+from regress.core.judgements import Judgement, Outcome, outcome_of
 from regress.stats import wilson_interval
 from regress.tasks.loaders import read_jsonl_numbered
 

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from regress.core.errors import BadInput
+from regress.core.judgements import Judged, Judgement, Outcome, judge_id
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record
 from regress.gate.pairing import Pair
-from regress.run.judge import Judged, Judgement, Outcome, judge_id
 from regress.tasks.judge_templates import CHOICES, Mode
 from regress.tasks.open_answers import JUDGED
 

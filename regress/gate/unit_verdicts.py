@@ -7,10 +7,10 @@ correction set (regress.gate.family).
 
 from __future__ import annotations
 
+from regress.core.judgements import Outcome
 from regress.core.records import Status
 from regress.gate.policy import Policy
 from regress.gate.results import DropBounds, UnitKind, UnitResult, Verdict
-from regress.run.judge import Outcome
 from regress.stats import DropTest, PassRequires, Rule, Side, inconclusive, regression
 
 

@@ -37,6 +37,7 @@ from typing import Self
 import numpy as np
 
 from regress.core.errors import BadInput
+from regress.core.judgements import Outcome
 from regress.core.manifest import TaskInfo
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record, Status
@@ -54,7 +55,6 @@ from regress.gate.results import (
 from regress.gate.rule import Context, Corrected, Family, Test
 from regress.gate.unit_verdicts import bounds, or_one, verdict_of
 from regress.gate.verdict import worst
-from regress.run.judge import Outcome
 from regress.stats import (
     CI_ALPHA,
     DropTest,

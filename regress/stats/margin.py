@@ -222,7 +222,7 @@ def _tails(
     else:
         # bdtr(-1, ...) is undefined where no b is in the region.
         inside = np.where(edges < 0, 0.0, special.bdtr(np.maximum(edges, 0), m, share))
-    return np.sum(weight * inside, axis=1)
+    return np.asarray(np.sum(weight * inside, axis=1))
 
 
 def _largest_tail(

@@ -114,7 +114,7 @@ def _weights(n: int, m: range, drop: float, discordance: float) -> np.ndarray:
     ms = np.asarray(m)[:, None]
     b = np.arange(ms.max() + 1)[None, :]
     share = (discordance + drop) / (2 * discordance)
-    return sps.binom.pmf(ms, n, discordance) * sps.binom.pmf(b, ms, share)
+    return np.asarray(sps.binom.pmf(ms, n, discordance) * sps.binom.pmf(b, ms, share))
 
 
 def size_grid(

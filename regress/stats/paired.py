@@ -126,7 +126,7 @@ def constrained_p_b(delta: ArrayLike, p_b: ArrayLike, p_c: ArrayLike) -> np.ndar
     delta, p_b, p_c = (np.asarray(x, dtype=float) for x in (delta, p_b, p_c))
     qb = -p_b - p_c + (2 - p_c + p_b) * delta
     qc = -p_b * delta * (1 - delta)
-    return (np.sqrt(np.maximum(qb * qb - 8 * qc, 0.0)) - qb) / 4
+    return np.asarray((np.sqrt(np.maximum(qb * qb - 8 * qc, 0.0)) - qb) / 4)
 
 
 def _scalar_or_array(values: np.ndarray) -> float | np.ndarray:
@@ -203,7 +203,7 @@ def choice_kl(base_logliks: np.ndarray, cand_logliks: np.ndarray) -> np.ndarray:
     """
     log_p = special.log_softmax(np.asarray(base_logliks, dtype=float), axis=-1)
     log_q = special.log_softmax(np.asarray(cand_logliks, dtype=float), axis=-1)
-    return np.sum(np.exp(log_p) * (log_p - log_q), axis=-1)
+    return np.asarray(np.sum(np.exp(log_p) * (log_p - log_q), axis=-1))
 
 
 def kl_divergence_choices(base_logliks: Sequence[float], cand_logliks: Sequence[float]) -> float:
@@ -215,7 +215,7 @@ def kl_divergence_choices(base_logliks: Sequence[float], cand_logliks: Sequence[
 
 def top1_agreement(base_logliks: np.ndarray, cand_logliks: np.ndarray) -> np.ndarray:
     """Row-wise whether both sides put their highest log-likelihood on the same choice."""
-    return np.argmax(base_logliks, axis=-1) == np.argmax(cand_logliks, axis=-1)
+    return np.asarray(np.argmax(base_logliks, axis=-1) == np.argmax(cand_logliks, axis=-1))
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ class CorpusShift:
         if not self.tests:
             return -math.inf if Side(side) is Side.BEYOND else math.inf
         lows, highs = zip(*(test.bounds(2 * level) for test in self.tests), strict=True)
-        return min(lows) if Side(side) is Side.BEYOND else max(highs)
+        return float(min(lows) if Side(side) is Side.BEYOND else max(highs))
 
     def summary(self, margin: float, alpha: float) -> CorpusTest:
         """The figures a unit reports, H0 "no increase" and H0 "increase <= margin"."""

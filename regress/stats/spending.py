@@ -118,8 +118,14 @@ def boundaries(alpha: float, looks: tuple[float, ...]) -> tuple[float, ...]:
         step = spent[k] - spent[k - 1]
         previous, info = looks[k - 1], looks[k]
 
-        def crossing(c: float, grid=grid, previous=previous, info=info, step=step) -> float:
-            return _mass(_region(0.0, info, c, np.inf, (previous, grid))) - step
+        def crossing(
+            c: float,
+            grid: Grid = grid,
+            previous: float = previous,
+            info: float = info,
+            step: float = step,
+        ) -> float:
+            return float(_mass(_region(0.0, info, c, np.inf, (previous, grid))) - step)
 
         c = _solve(crossing)
         found.append(c)

@@ -54,7 +54,7 @@ class Moments:
     @property
     def var(self) -> np.ndarray:
         """Variance of Δ̂ around the Δ the suite estimates: design plus the suite's own."""
-        return self.var_design + self.var_full
+        return np.asarray(self.var_design + self.var_full)
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def pvalues(m: Moments, margin: float) -> tuple[np.ndarray, np.ndarray]:
 
 def upper_drop(m: Moments, alpha: float = 0.05) -> np.ndarray:
     """The upper end of the (1 - alpha) interval of the drop (-Δ)."""
-    return -m.delta + sps.norm.isf(alpha / 2) * np.sqrt(m.var)
+    return np.asarray(-m.delta + sps.norm.isf(alpha / 2) * np.sqrt(m.var))
 
 
 def stratified_test(

@@ -24,19 +24,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from regress.core.errors import BadInput
-
-
-class Mode(StrEnum):
-    """What a judge is asked."""
-
-    PAIRWISE = "pairwise"
-    SINGLE = "single"
-    RUBRIC = "rubric"
-
+from regress.core.judgements import Mode
 
 PLACEHOLDERS = ("question", "reference", "answer", "answer_a", "answer_b")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
