@@ -24,7 +24,8 @@ from regress.core.errors import BadInput, ExitCode
 from regress.core.manifest import Run
 from regress.core.proxy_design import ProxyDesign
 from regress.core.store import Store
-from regress.proxy.build import ProxyOptions, build_proxy, strata_problems
+from regress.gate.integrity import strata_problems
+from regress.proxy.build import ProxyOptions, build_proxy
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 - `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check;
   `foreign`: two runs read from another harness's files (lm-eval, Inspect), no model loaded.
 - `scaffold`: `regress init`, a starting policy and the gate's workflows for a repository.
+- `verify`: whether a stored baseline is intact (`regress baseline verify`).
 - `plan` and `timing`: the n and the minutes a baseline's units need; `shards`: the CI
   matrix that fits them in a job's budget.
 
@@ -83,6 +84,10 @@ from regress.checks.timing import (
     measure_throughput,
     unit_tokens,
 )
+from regress.checks.verify import (
+    Verified,
+    verify_baseline,
+)
 
 __all__ = [
     "CandidateModel",
@@ -106,6 +111,7 @@ __all__ = [
     "Throughput",
     "TimingOptions",
     "UnitPlan",
+    "Verified",
     "cache_use",
     "candidate_latency",
     "candidate_plan",
@@ -137,5 +143,6 @@ __all__ = [
     "sequential_n",
     "small_units",
     "unit_tokens",
+    "verify_baseline",
     "with_texts",
 ]

@@ -9,8 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from regress.backends.models import pinned_file_problem, resolve_model_path
-from regress.checks import small_units
+from regress.checks import small_units, verify_baseline
 from regress.cli.common import (
     LIMIT,
     LmEvalFlags,
@@ -37,7 +36,6 @@ from regress.cli.common import (
     write_report,
 )
 from regress.core.errors import BadInput
-from regress.core.hashes import task_hashes
 from regress.core.store import (
     SaveOptions,
     Store,
@@ -51,12 +49,8 @@ from regress.core.store import (
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
 from regress.gate.integrity import (
     check_fit_to_store,
-    proxy_parent_problems,
-    proxy_problems,
-    record_problems,
 )
 from regress.gate.policy import load_policy
-from regress.proxy.build import strata_problems
 from regress.run.generation import GenerationSettings
 from regress.run.inspect_import import read_inspect_log
 from regress.run.lm_eval_import import lm_eval_selection, read_lm_eval_run
@@ -259,48 +253,7 @@ def verify(name: str, store: Path) -> None:
 
     Exit 2 when anything is off.
     """
-    run = Store(store).load(name)  # refuses records that do not match their stored sha256
-    problems = []
-    unhashed = sorted(set(run.manifest.tasks) - set(run.manifest.records_sha256))
-    if unhashed:
-        problems.append(
-            f"no stored sha256 for the records of {', '.join(unhashed[:5])} (an edit would "
-            "pass unseen; promote or recreate the baseline to add them)"
-        )
-    for task, info in sorted(run.manifest.tasks.items()):
-        records = run.records[task]
-        inconsistent = [found for r in records if (found := record_problems(r, info))]
-        if inconsistent:
-            problems.append(
-                f"{task}: {len(inconsistent)} inconsistent record(s), first: {inconsistent[0][0]}"
-            )
-        dataset_hash, prompt_hash = task_hashes(records)
-        if dataset_hash != info.dataset_hash:
-            problems.append(f"{task}: dataset hash does not match its records")
-        if prompt_hash != info.prompt_hash:
-            problems.append(f"{task}: prompt hash does not match its records")
-    problems += proxy_problems(run)
-    design = run.manifest.proxy
-    if design is not None and design.parent in Store(store).names():
-        parent = Store(store).load(design.parent)
-        problems += proxy_parent_problems(run, parent) + strata_problems(run, parent)
-    model = run.manifest.model
-    try:
-        path = resolve_model_path(model.ref)
-    except BadInput:
-        path = None
-    if path is not None and (problem := pinned_file_problem(path, model.sha256)):
-        problems.append(f"model {model.ref}: {problem}")
-    if problems:
-        raise BadInput(f"baseline {name!r} failed verification: " + "; ".join(problems))
-    n = sum(len(v) for v in run.records.values())
-    if not model.sha256:  # an lm-eval import: nothing pinned the weights
-        model_note = "no model sha256 pinned"
-    elif path is None:
-        model_note = "model file not present here"
-    else:
-        model_note = "model sha256 ok"
-    click.echo(f"baseline {name!r} ok: {len(run.records)} tasks, {n} records, {model_note}")
+    click.echo(verify_baseline(Store(store), name).summary())
 
 
 @baseline.command()

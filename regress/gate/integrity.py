@@ -16,7 +16,7 @@ from typing import Any
 from regress.core.errors import BadInput, RunFailed
 from regress.core.manifest import Run, TaskInfo
 from regress.core.records import Record
-from regress.gate.margins import record_margin
+from regress.gate.margins import margin_cuts, margin_units, record_margin
 from regress.gate.policy import Policy
 from regress.tasks.multiple_choice import ChoiceScores, argmax_choices
 
@@ -172,4 +172,41 @@ def proxy_parent_problems(proxy: Run, parent: Run) -> list[str]:
                 problems.append(
                     f"{record.task} doc {record.doc_id}: not the parent's record of that example"
                 )
+    return problems
+
+
+def strata_problems(proxy: Run, parent: Run) -> list[str]:
+    """What in a proxy's strata contradicts its parent, stratum by stratum: each stratum must
+    hold its cut of the unit's examples ranked by the parent's margins (that population, that
+    margin range) and sample only from it. Needs the parent the proxy was drawn from
+    (`proxy_parent_problems` checks that it is); empty for a plain
+    baseline."""
+    design = proxy.manifest.proxy
+    if design is None:
+        return []
+    problems = []
+    for unit, tasks in margin_units(parent).items():
+        strata = design.unit_strata(unit)
+        if not strata:
+            problems.append(f"unit {unit}: in the parent, but the design has no strata for it")
+            continue
+        for stratum, cut in zip(strata, margin_cuts(parent, tasks, len(strata)), strict=True):
+            where = f"stratum {unit}/{stratum.index}"
+            margins = [margin for margin, _, _ in cut] or [math.nan]
+            ours = (stratum.population, stratum.margin_low, stratum.margin_high)
+            if ours != (len(cut), min(margins), max(margins)):
+                problems.append(
+                    f"{where}: holds {stratum.population} examples in margins "
+                    f"[{stratum.margin_low:.6g}, {stratum.margin_high:.6g}]; the parent's cut "
+                    f"holds {len(cut)} in [{min(margins):.6g}, {max(margins):.6g}]"
+                )
+            members = {(task, doc) for _, task, doc in cut}
+            strays = [
+                (t, d) for t, ids in stratum.docs.items() for d in ids if (t, d) not in members
+            ]
+            problems += [
+                f"{where}: {task} doc {doc} is sampled there but is not the parent's example "
+                "of that stratum"
+                for task, doc in strays
+            ]
     return problems

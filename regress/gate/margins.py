@@ -11,9 +11,11 @@ subsets stratify on.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 
 from regress.core.manifest import Run
+from regress.core.proxy_design import cut_bounds
 from regress.core.records import Record
 
 NORMALISED_METRICS = frozenset({"acc_norm"})
@@ -64,3 +66,19 @@ def margin_order(run: Run, tasks: Sequence[str]) -> list[tuple[float, str, int]]
             margin = record_margin(record, metric)
             keyed.append((-math.inf if margin is None else margin, task, record.doc_id))
     return sorted(keyed)
+
+
+def margin_units(run: Run) -> dict[str, list[str]]:
+    """The run's gated units and their tasks' names, in name order (a proxy stratifies each
+    unit on its own)."""
+    units: dict[str, list[str]] = defaultdict(list)
+    for task, info in sorted(run.manifest.tasks.items()):
+        units[info.group or task].append(task)
+    return dict(sorted(units.items()))
+
+
+def margin_cuts(run: Run, tasks: list[str], count: int) -> list[list[tuple[float, str, int]]]:
+    """The unit's examples ranked by the reference's margin, in `count` equal cuts: (margin,
+    task, doc_id) of each, least sure first."""
+    ranked = margin_order(run, tasks)
+    return [ranked[slice(*cut_bounds(len(ranked), count, k))] for k in range(count)]

@@ -22,8 +22,8 @@ import numpy as np
 
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
-from regress.core.proxy_design import Calibration, ProxyDesign, Stratum, cut_bounds
-from regress.gate.margins import margin_order, record_margin
+from regress.core.proxy_design import Calibration, ProxyDesign, Stratum
+from regress.gate.margins import margin_cuts, margin_units, record_margin
 from regress.proxy import flip_rates
 from regress.stats import SEED
 
@@ -172,68 +172,16 @@ Member = tuple[str, str, int, float]
 """(unit, task, doc_id, margin), a failed example's margin as -inf."""
 
 
-def _units(parent: Run) -> dict[str, list[str]]:
-    """The parent's gated units and their tasks, in name order."""
-    units: dict[str, list[str]] = defaultdict(list)
-    for task, info in sorted(parent.manifest.tasks.items()):
-        units[info.group or task].append(task)
-    return dict(sorted(units.items()))
-
-
-def _cuts(parent: Run, tasks: list[str], count: int) -> list[list[tuple[float, str, int]]]:
-    """The unit's examples ranked by the reference's margin, in `count` equal cuts: (margin,
-    task, doc_id) of each, least sure first."""
-    ranked = margin_order(parent, tasks)
-    return [ranked[slice(*cut_bounds(len(ranked), count, k))] for k in range(count)]
-
-
 def _strata_members(parent: Run, options: ProxyOptions) -> list[tuple[float, list[Member]]]:
     """Per stratum, in unit then margin order: (mid margin quantile, its examples)."""
     strata = []
-    for unit, tasks in _units(parent).items():
+    for unit, tasks in margin_units(parent).items():
         n = sum(len(parent.records[task]) for task in tasks)
         count = max(1, min(options.strata, n // max(1, options.min_per_stratum)))
-        for k, chunk in enumerate(_cuts(parent, tasks, count)):
+        for k, chunk in enumerate(margin_cuts(parent, tasks, count)):
             members = [(unit, t, doc, margin) for margin, t, doc in chunk]
             strata.append(((k + 0.5) / count, members))
     return strata
-
-
-def strata_problems(proxy: Run, parent: Run) -> list[str]:
-    """What in a proxy's strata contradicts its parent, stratum by stratum: each stratum must
-    hold its cut of the unit's examples ranked by the parent's margins (that population, that
-    margin range) and sample only from it. Needs the parent the proxy was drawn from
-    (`regress.gate.integrity.proxy_parent_problems` checks that it is); empty for a plain
-    baseline."""
-    design = proxy.manifest.proxy
-    if design is None:
-        return []
-    problems = []
-    for unit, tasks in _units(parent).items():
-        strata = design.unit_strata(unit)
-        if not strata:
-            problems.append(f"unit {unit}: in the parent, but the design has no strata for it")
-            continue
-        for stratum, cut in zip(strata, _cuts(parent, tasks, len(strata)), strict=True):
-            where = f"stratum {unit}/{stratum.index}"
-            margins = [margin for margin, _, _ in cut] or [math.nan]
-            ours = (stratum.population, stratum.margin_low, stratum.margin_high)
-            if ours != (len(cut), min(margins), max(margins)):
-                problems.append(
-                    f"{where}: holds {stratum.population} examples in margins "
-                    f"[{stratum.margin_low:.6g}, {stratum.margin_high:.6g}]; the parent's cut "
-                    f"holds {len(cut)} in [{min(margins):.6g}, {max(margins):.6g}]"
-                )
-            members = {(task, doc) for _, task, doc in cut}
-            strays = [
-                (t, d) for t, ids in stratum.docs.items() for d in ids if (t, d) not in members
-            ]
-            problems += [
-                f"{where}: {task} doc {doc} is sampled there but is not the parent's example "
-                "of that stratum"
-                for task, doc in strays
-            ]
-    return problems
 
 
 def _subset(parent: Run, name: str, design: ProxyDesign) -> Run:
