@@ -29,10 +29,10 @@ from regress.gate.judge_audit import (
     ppi_mean,
     read_judgements,
     read_labels,
-    render_audit,
     sample,
     write_sample,
 )
+from regress.report.judge_audit import render_audit
 
 JUDGE = "0123456789abcdef"
 VERDICTS = {

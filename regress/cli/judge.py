@@ -12,10 +12,10 @@ from regress.gate.judge_audit import (
     audit,
     read_judgements,
     read_labels,
-    render_audit,
     sample,
     write_sample,
 )
+from regress.report.judge_audit import render_audit
 
 judgements_option = click.option(
     "--judgements",
