@@ -4,6 +4,8 @@ logic on crafted records; its size is checked by seeded simulation."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from test_compare import info, record, run, runs
@@ -14,8 +16,10 @@ from regress.gate.policy import Policy, UnitPolicy, parse_policy
 from regress.gate.recovery import recovery_test
 from regress.gate.results import Verdict
 from regress.report.markdown import render_markdown
+from regress.stats import recovery_point
 
 ALPHA = 0.05
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "gate.md"
 
 
 def _policy(r: float, **unit: float) -> Policy:
@@ -109,3 +113,28 @@ def test_bad_recovery_settings_are_refused_in_one_line():
     side = run("base", {"arc": docs}, [rolling])
     with pytest.raises(BadInput, match="perplexity unit max_relative_increase"):
         compare(side, side, _policy(0.05))
+
+
+def test_the_exact_operating_table_holds_alpha_agrees_with_simulation_and_is_the_docs_one():
+    """n = 100, baseline 60%, 10% of answers flipped, true recovery exactly 95%: the exact sum
+    over outcomes (regress.stats.recovery) is at most alpha on both sides, matches 4,000
+    seeded runs of the gate's own test within 3 standard errors, and is docs/gate.md's row."""
+    point = recovery_point(100, 0.6, 0.10, 0.95, 0.05)
+    assert point.regression <= ALPHA and point.passed <= ALPHA
+    b = (0.10 + 0.6 * 0.05) / 2
+    cells = [0.6 - b, b, 0.10 - b, 1 - 0.6 - 0.10 + b]
+    rng = np.random.default_rng(11)
+    below = above = 0
+    runs_ = 4000
+    seen: dict[tuple[int, int, int], tuple[float, float]] = {}
+    for _ in range(runs_):
+        count = np.bincount(rng.choice(4, size=100, p=cells), minlength=4)
+        key = (int(count[0]), int(count[1]), int(count[2]))
+        if key not in seen:
+            seen[key] = recovery_test(key[1], key[2], 100, (key[0] + key[1]) / 100, 0.95)
+        below += seen[key][0] < ALPHA
+        above += seen[key][1] < ALPHA
+    for exact, simulated in ((point.regression, below / runs_), (point.passed, above / runs_)):
+        assert abs(exact - simulated) <= 3 * (exact * (1 - exact) / runs_) ** 0.5
+    row = f"| 100 | 60% | 10% | 95% | {point.regression:.3f} | {point.passed:.3f} |"
+    assert row in DOCS.read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ recovery allows: recovery >= rho exactly when the paired drop is at most (1 - rh
 baseline's accuracy, so the drop is tested against (1 - rho) x the baseline's accuracy on these
 examples, shown beyond it (a REGRESSION) or within it (a PASS under `pass_requires: evidence`),
 as the golden sets' relative drop is. The recovery's bounds are the drop's bounds on the same
-scale, so they agree with the verdict at the levels the family's correction set. Its size at
+scale, at the levels the family's correction set. Its size at
 the margin, with the baseline's accuracy estimated on the same examples, is checked by seeded
 simulation in tests/test_recovery.py. Accuracy (0/1) units only.
 """

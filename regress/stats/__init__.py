@@ -9,6 +9,7 @@ arrays, importing nothing else of regress, so any wing may use them.
 - `decision`: the verdict rules (REGRESSION, INCONCLUSIVE, PASS) for one unit or arrays of them.
 - `bounded_mean`: the betting test of a mean of values in a known range, and its interval.
 - `power`: power, minimum detectable effects, the n that decides.
+- `recovery`: the exact operating characteristics of the recovery test.
 - `spending`: group-sequential designs (alpha spending, boundaries, repeated p-values).
 - `stratified`: the stratified estimate and test of a proxy baseline.
 - `perplexity`: the corpus-level perplexity tests.
@@ -115,6 +116,10 @@ from regress.stats.power import (
     shift_mde,
     shift_n,
 )
+from regress.stats.recovery import (
+    RecoveryPoint,
+    recovery_point,
+)
 from regress.stats.spending import (
     MAX_LOOKS,
     SPENDING,
@@ -138,6 +143,7 @@ from regress.stats.stratified import (
 )
 
 __all__ = [
+    "RecoveryPoint",
     "ALPHA",
     "BOUND_TOLERANCE",
     "BootstrapT",
@@ -221,6 +227,7 @@ __all__ = [
     "paired_mean_test",
     "pass_n",
     "pvalues",
+    "recovery_point",
     "regression",
     "rejection_edges",
     "sequential_oc",
