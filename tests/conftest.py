@@ -49,6 +49,7 @@ MODEL_MODULES = frozenset(
         "test_conversations_model.py",
         "test_generation_model.py",
         "test_golden_cli.py",
+        "test_inspect_import.py",
         "test_judge_model.py",
         "test_lm_eval_import.py",
         "test_proxy_model.py",

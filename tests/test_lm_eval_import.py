@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from regress.backends.hf import _model_folder
+from regress.checks import CheckOptions, check_foreign, read_samples
 from regress.cli import cli
 from regress.core.errors import BadInput, ExitCode
 from regress.core.store import read_run
@@ -37,6 +38,14 @@ of 32 tokens and lm-eval (batch size 1) does not, which moves sums in the fifth 
 def run(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args))
     return result.exit_code, result.output + (result.stderr if result.stderr_bytes else "")
+
+
+def refused(*args: str) -> str:
+    """The one line a refused command writes to stderr (exit 2)."""
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    [line] = result.stderr.strip().splitlines()
+    return line
 
 
 def write_task(root: Path, data_dir: Path) -> Path:
@@ -66,39 +75,35 @@ def write_task(root: Path, data_dir: Path) -> Path:
     return tasks_dir
 
 
-@pytest.fixture(scope="module")
-def lm_eval_out(tmp_path_factory, data_dir, smollm2_path) -> Path:
-    """`lm_eval --log_samples` on the first LIMIT ARC-Easy test questions, offline."""
-    root = tmp_path_factory.mktemp("lm_eval")
-    tasks_dir = write_task(root, data_dir)
-    # The dequantised HF copy regress caches loads in 0.4 s instead of 15 s from the GGUF.
-    folder = _model_folder(smollm2_path)
+def run_lm_eval(out: Path, tasks_dir: Path, model_args: str, *options: str) -> Path:
+    """`lm_eval --log_samples` (hf backend) on ARC-Easy, offline, into `out`."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     command = [
-        sys.executable,
-        "-m",
-        "lm_eval",
-        "--model",
-        "hf",
-        "--model_args",
-        f"pretrained={folder},dtype=float32",
-        "--tasks",
-        "arc_easy",
-        "--include_path",
-        str(tasks_dir),
-        "--limit",
-        str(LIMIT),
-        "--batch_size",
-        "1",
-        "--device",
-        "cpu",
-        "--output_path",
-        str(root / "out"),
-        "--log_samples",
+        *(sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", model_args),
+        *("--tasks", "arc_easy", "--include_path", str(tasks_dir), "--device", "cpu"),
+        *("--output_path", str(out), "--log_samples", *options),
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    return root / "out"
+    return out
+
+
+def smollm2_args(smollm2_path: Path, dtype: str) -> str:
+    # The dequantised HF copy regress caches loads in 0.4 s instead of 15 s from the GGUF.
+    return f"pretrained={_model_folder(smollm2_path)},dtype={dtype}"
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(tmp_path_factory, data_dir) -> Path:
+    return write_task(tmp_path_factory.mktemp("lm_eval"), data_dir)
+
+
+@pytest.fixture(scope="module")
+def lm_eval_out(tmp_path_factory, tasks_dir, smollm2_path) -> Path:
+    """`lm_eval --log_samples` on the first LIMIT ARC-Easy test questions, offline."""
+    out = tmp_path_factory.mktemp("base") / "out"
+    args = smollm2_args(smollm2_path, "float32")
+    return run_lm_eval(out, tasks_dir, args, "--limit", str(LIMIT), "--batch_size", "1")
 
 
 @pytest.fixture(scope="module")
@@ -286,9 +291,9 @@ def test_generation_tasks_are_refused_by_name(lm_eval_out, tmp_path):
     copy, _ = copy_run(lm_eval_out, tmp_path)
     results = find_lm_eval_files(copy).results
     data = json.loads(results.read_text())
-    data["configs"]["arc_easy"]["output_type"] = "generate_until"
+    data["configs"]["arc_easy"]["output_type"] = "loglikelihood_rolling"
     results.write_text(json.dumps(data))
-    with pytest.raises(BadInput, match="arc_easy is generate_until; only multiple_choice"):
+    with pytest.raises(BadInput, match="arc_easy is loglikelihood_rolling; only multiple_choice"):
         read_lm_eval_run(copy, "x")
     with pytest.raises(BadInput, match="no samples for gsm8k"):
         read_lm_eval_run(copy, "x", tasks=["gsm8k"])
@@ -309,3 +314,155 @@ def test_a_task_regress_does_not_know_is_read_with_lm_eval_metrics(lm_eval_out, 
     first = json.loads(renamed.read_text().splitlines()[0])
     assert records[0].doc_hash == doc_hash(first["doc"])
     assert records[0].correct == int(first["acc"])
+
+
+PROXY = 6
+"""Examples in the proxy of the imported baseline the candidate lm-eval run evaluates."""
+
+
+@pytest.fixture(scope="module")
+def exported(imported, tmp_path_factory) -> Path:
+    """A proxy of the imported baseline (PROXY of its LIMIT questions), exported as lm-eval's
+    --samples file."""
+    store = imported["store"]
+    code, text = run(
+        *("proxy", "build", "--baseline", "lmeval", "--budget", str(PROXY), "--name", "px"),
+        *("--strata", "1", "--min-per-stratum", "2", "--store", str(store)),
+    )
+    assert code == 0, text
+    samples = tmp_path_factory.mktemp("export") / "samples.json"
+    code, text = run("baseline", "export-samples", "px", "-o", str(samples), "--store", str(store))
+    assert code == 0 and f"wrote {PROXY} doc ids of 1 tasks" in text, text
+    return samples
+
+
+@pytest.fixture(scope="module")
+def candidate_out(exported, tasks_dir, smollm2_path, tmp_path_factory) -> Path:
+    """The candidate: lm-eval over exactly the proxy's examples, in bfloat16, two a batch."""
+    out = tmp_path_factory.mktemp("cand") / "out"
+    args = smollm2_args(smollm2_path, "bfloat16")
+    return run_lm_eval(out, tasks_dir, args, "--samples", str(exported), "--batch_size", "2")
+
+
+def lm_eval_lines(out: Path) -> list[dict]:
+    path = find_lm_eval_files(out).samples["arc_easy"]
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_export_samples_drives_lm_eval_over_exactly_the_baseline_examples(
+    imported, exported, candidate_out
+):
+    proxy = read_run(imported["store"] / "px").records["arc_easy"]
+    ids = sorted(r.doc_id for r in proxy)
+    assert json.loads(exported.read_text()) == {"arc_easy": ids}
+    assert len(ids) == PROXY and set(ids) <= set(range(LIMIT))
+    logged = [line["doc_id"] for line in lm_eval_lines(candidate_out)]
+    assert sorted(logged) == ids
+    # The same documents, rendered by lm-eval again: they pair with the proxy's records.
+    ours = {r.doc_id: r.doc_hash for r in proxy}
+    theirs = {
+        r.doc_id: r.doc_hash for r in read_lm_eval_run(candidate_out, "c").records["arc_easy"]
+    }
+    assert theirs == ours
+
+
+def test_imported_fingerprint_carries_what_lm_eval_recorded(lm_eval_out, candidate_out):
+    import torch
+    import transformers
+
+    from regress.core.fingerprint import this_cpu
+
+    base = read_lm_eval_run(lm_eval_out, "b").manifest
+    cand = read_lm_eval_run(candidate_out, "c").manifest
+    params = base.backend.params
+    assert params["pretrained"] == cand.backend.params["pretrained"]
+    assert (params["dtype"], cand.backend.params["dtype"]) == ("float32", "bfloat16")
+    assert (params["batch_size"], cand.backend.params["batch_size"]) == ("1", "2")
+    assert params["revision"] == "main" and params["device"] == "cpu"
+    # lm-eval ran in this interpreter: its environment dump names this torch and CPU.
+    libraries = {"torch": torch.__version__, "transformers": transformers.__version__}
+    assert base.backend.libraries == libraries
+    assert base.backend.hardware.cpu.name == this_cpu().name
+    assert base.environment["eval_settings"] == {
+        "chat_template_sha": None,
+        "system_instruction_sha": None,
+        "fewshot_as_multiturn": None,
+        "gen_kwargs": {},
+    }
+
+
+def flips(base: list, cand_lines: list[dict]) -> tuple[int, int]:
+    """(right -> wrong, wrong -> right) between records and lm-eval lines, by doc id."""
+    cand = {line["doc_id"]: int(line["acc"]) for line in cand_lines}
+    pairs = [(r.correct, cand[r.doc_id]) for r in base if r.doc_id in cand]
+    return pairs.count((1, 0)), pairs.count((0, 1))
+
+
+def verdict_exit(data: dict) -> int:
+    return ExitCode.REGRESSION if data["verdict"] == "REGRESSION" else ExitCode.OK
+
+
+def test_a_proxy_of_an_lm_eval_run_gates_its_candidate_run(imported, candidate_out, tmp_path):
+    report = tmp_path / "r.json"
+    code, text = run(
+        *("check", "-b", "px", "--candidate-samples", str(candidate_out)),
+        *("--store", str(imported["store"]), "--report-json", str(report)),
+    )
+    data = json.loads(report.read_text())
+    assert code == verdict_exit(data), text
+    proxy = read_run(imported["store"] / "px").records["arc_easy"]
+    [unit] = data["units"]
+    assert unit["n"] == PROXY and (unit["b"], unit["c"]) == flips(
+        proxy, lm_eval_lines(candidate_out)
+    )
+    candidate = data["candidate"]
+    assert candidate["backend"] == "lm-eval:hf" and candidate["params"]["dtype"] == "bfloat16"
+    warnings = data["warnings"]
+    assert any(w.startswith("no runtime check was possible") for w in warnings)
+    assert "dtype changed: float32 -> bfloat16" in warnings
+    assert any(w.startswith("batch_size changed (1 -> 2)") for w in warnings)
+
+
+def test_two_lm_eval_runs_gate_from_the_cli_and_the_library(lm_eval_out, candidate_out, tmp_path):
+    both = ("check", "--baseline-samples", str(lm_eval_out), "--candidate-samples")
+    # LIMIT documents against the proxy's PROXY: not the same evaluation.
+    assert "arc_easy: dataset hash differs" in refused(*both, str(candidate_out))
+    report = tmp_path / "r.json"
+    code, text = run(*both, str(candidate_out), "--allow-mismatch", "--report-json", str(report))
+    data = json.loads(report.read_text())
+    assert code == verdict_exit(data), text
+    base = read_lm_eval_run(lm_eval_out, "baseline")
+    [unit] = data["units"]
+    expected = flips(base.records["arc_easy"], lm_eval_lines(candidate_out))
+    assert unit["n"] == PROXY and (unit["b"], unit["c"]) == expected
+    assert data["baseline"]["params"]["dtype"] == "float32"
+    library = check_foreign(
+        base, read_samples(candidate_out, "candidate"), CheckOptions(allow_mismatch=True)
+    ).comparison
+    [ours] = library.units
+    assert (ours.n, ours.b, ours.c, library.verdict.value) == (
+        unit["n"],
+        unit["b"],
+        unit["c"],
+        data["verdict"],
+    )
+    assert library.warnings[0].startswith("no runtime check was possible")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["n-shot"].update(arc_easy=5), "arc_easy: n-shot 0 in the baseline, 5"),
+        (lambda d: d.update(chat_template_sha="ab12"), "chat_template_sha unset in the baseline"),
+        (lambda d: d["config"].update(model="vllm"), "candidate on lm-eval:vllm"),
+    ],
+)
+def test_runs_that_asked_differently_are_refused(imported, candidate_out, tmp_path, edit, message):
+    copy = tmp_path / "out"
+    shutil.copytree(candidate_out, copy)
+    results = find_lm_eval_files(copy).results
+    data = json.loads(results.read_text())
+    edit(data)
+    results.write_text(json.dumps(data))
+    store = ("--store", str(imported["store"]))
+    assert message in refused("check", "-b", "px", "--candidate-samples", str(copy), *store)

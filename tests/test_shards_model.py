@@ -49,6 +49,15 @@ def test_shard_jobs_merge_into_one_runs_records_and_verdict(tmp_path: Path) -> N
     assert planned.returncode == 0, planned.stderr
     matrix = json.loads(planned.stdout)["include"]
     assert [(m["shard"], m["of"]) for m in matrix] == [(i, SHARDS) for i in range(SHARDS)]
+    # The plan job's other way: the rate timed on the candidate here, the load counted apart.
+    timed = _regress(
+        "plan", "--baseline", "main", "--store", "store", "--shards", "--time", "smollm2-135m",
+        "--time-examples", "10", "--job-minutes", "1", cwd=tmp_path,
+    )  # fmt: skip
+    assert timed.returncode == 0, timed.stderr
+    assert "tokens/s, measured on 10 examples of smollm2-135m" in timed.stderr
+    count = len(json.loads(timed.stdout)["include"])
+    assert 1 <= count <= 5 * LIMIT
     for job in matrix:
         shard = f"{job['shard']}/{job['of']}"
         done = _regress(

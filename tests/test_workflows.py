@@ -341,6 +341,9 @@ class ActionRun:
     """Runs the action's `run` steps in order with bash, as the runner does, resolving the
     simple `${{ }}` expressions their env uses. `uses:` steps and pip are not run."""
 
+    timeout = 60
+    """Seconds a step may take (a real check of a model takes longer than the fake)."""
+
     def __init__(self, tmp: Path, inputs: dict[str, str], github: dict[str, Any]) -> None:
         self.action = load(ACTION)
         self.tmp = tmp
@@ -414,7 +417,7 @@ class ActionRun:
             cwd=cwd,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=self.timeout,
         )
         self.outputs[step_id] = single_line_outputs(output.read_text())
         return done

@@ -3,7 +3,8 @@
 Every kind of unit answers the same two one-sided questions (regress.stats.margin.Side):
 is the drop shown BEYOND a margin (a REGRESSION), is it shown WITHIN it (a PASS that needs
 evidence)? The bound a report prints beside a verdict is the inversion of the very test that
-decided it, at the level the family-wise correction applied, so the two never disagree.
+decided it, at the level the family-wise correction applied (for paired counts, up to the
+exact p-value's non-monotonicity in the margin: regress.stats.margin).
 
 - `PairedCounts`: accuracy units, the exact unconditional test of regress.stats.margin;
 - `NormalShift`: a normal estimate with a standard error (a proxy's stratified estimate);

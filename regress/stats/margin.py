@@ -14,8 +14,10 @@ Binomial(n, θ) and b given m is Binomial(m, (θ + δ) / 2θ), so each tail is a
 The asymptotic score test exceeds alpha when few answers flip (n = 100 at 4-5% discordance:
 P(REGRESSION) 0.07 at the margin); this one holds alpha for every n and discordance.
 
-A p-value and its confidence bound come from the same function, so a verdict and the bound a
-report prints beside it never disagree.
+A p-value and its confidence bound come from the same function. The p-value is not monotone
+in the margin, though (the outcomes' order moves with it), so a bisected bound can sit just
+on the other side of a margin from that margin's verdict (docs/gate.md, issue 50: n = 300,
+b = 31, c = 14 rejects a 2-point margin at 0.05 with a bound of 1.981).
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def drop_bound(b: int, c: int, n: int, level: float, side: Side) -> float:
 
     BEYOND gives a lower bound: every margin below it is rejected at `level`, so "the drop is
     at least this". WITHIN gives an upper bound: "the drop is at most this". A margin test at
-    `level` rejects exactly when the margin lies beyond the bound (up to BOUND_TOLERANCE).
+    `level` rejects when the margin lies beyond the bound (up to BOUND_TOLERANCE), except
+    where the p-value is not monotone in the margin (module docstring).
     """
     _check(b, c, n)
     side = Side(side)
