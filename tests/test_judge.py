@@ -63,6 +63,11 @@ class _Judge(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not self.path.endswith("/chat/completions"):
+            # A chat-only server, as many judges are: the backend's batch probe
+            # (regress.backends.batch_probe) finds no completions endpoint and is not counted.
+            self.send_error(404)
+            return
         type(self).calls += 1
         prompt = body["messages"][-1]["content"]
         type(self).prompts.append(prompt)
