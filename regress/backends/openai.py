@@ -182,7 +182,9 @@ class OpenAIBackend:
         """The server and model that answered, and the settings that change results. The
         server computes, so its hardware path is what it says of its layout (parallel
         degrees, batching, prefix caching); its other facts are part of the build."""
-        if self._concurrency > 1 and not self._batch_probed:
+        # Only a server that batches is probed: vLLM (one that reports its version). Others
+        # (llama-cpp-python's server, chat-only APIs, judges) would only pay for the probe.
+        if self._concurrency > 1 and self.server_version is not None and not self._batch_probed:
             self.server = self._probed(self.server)
             self._batch_probed = True
         server = self.server.record()
