@@ -218,6 +218,7 @@ def test_a_bfloat16_candidate_is_gated_against_a_float32_baseline(
     # The served weights' own sha256: what lets a server's results be cached at all.
     weights = file_sha256(folder / "model.safetensors")
     common = ["--backend", "openai", "--model", str(folder), "--store", str(store)]
+    common += ["--data-dir", str(data_dir)]  # CI sets no $REGRESS_DATA_DIR
     served = f"chat=false,concurrency=8,model_sha256={weights}"
     code, text = _cli(
         "baseline", "create", "--name", "f32", "-t", "arc_easy", "--limit", "10", *common,
