@@ -172,10 +172,9 @@ def test_ppi_mean_by_hand():
     # lambda = (1/8) / (1/12 + (4/4) * 11/48) = (1/8) / (15/48) = 0.4.
     assert ppi_lambda(y, f_lab, f_unl) == pytest.approx(0.4, abs=1e-12)
     # Estimate: mean(y - 0.4 f_lab) + 0.4 mean(f_unl) = 0.625 - 0.3 + 0.25 = 0.575.
-    # Variance: y - 0.4 f_lab = (0.6, -0.2, 0.6, 0.3), s² = 0.4275/3, over n = 4; plus
-    # 0.4² (11/48) / 4.
-    variance = 0.4275 / 3 / 4 + 0.16 * (11 / 48) / 4
-    # The fitted lambda spends a second degree of freedom: s² over n - 2, t with n - 2 = 2.
+    # Variance: y - 0.4 f_lab = (0.6, -0.2, 0.6, 0.3), sum of squared deviations 0.4275; the
+    # fitted lambda spends a second degree of freedom: s² over n - 2, over n = 4, plus
+    # 0.4² (11/48) / 4, and t with n - 2 = 2.
     variance = 0.4275 / 2 / 4 + 0.16 * (11 / 48) / 4
     t = stats.t.isf(0.025, 2)
     tuned = ppi_mean(y, f_lab, f_unl)
