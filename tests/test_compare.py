@@ -100,7 +100,7 @@ def test_identical_runs_pass_with_no_flip():
     bound = drop_bound(0, 0, 300, 0.05, Side.WITHIN)
     assert unit.pvalue > 0.99 and unit.bounds.at_most == bound < 0.02
     assert unit.reason == (
-        f"Δ +0.0 pts: the drop is at most {bound * 100:.1f} pts (95% one-sided, adjusted), "
+        f"Δ +0.0 pts: the drop is at most {bound * 100:.1f} pts (95% one-sided), "
         "within max_drop 2.0 pts"
     )
     assert unit.baseline == unit.candidate == 0.5
@@ -151,7 +151,7 @@ def test_a_drop_neither_shown_beyond_nor_within_is_inconclusive():
     assert unit.n_to_pass is None and unit.plan_drop == 0.04
     assert unit.n_needed == accuracy_n(47 / 300, 0.04, 0.02, Rule.MARGIN, 0.05, 0.8) > 300
     assert unit.reason == (
-        f"Δ -3.0 pts: the drop may be up to {upper * 100:.1f} pts (95% one-sided, adjusted), "
+        f"Δ -3.0 pts: the drop may be up to {upper * 100:.1f} pts (95% one-sided), "
         "not shown within max_drop 2.0 pts"
     )
 
@@ -409,7 +409,7 @@ def test_perplexity_pass_and_failed_documents_left_out():
     # Not one document changed: the sign-flip test alone decides, and shows it within.
     assert unit.reason == (
         "word_perplexity +0.00%: the word_perplexity increase is at most +0.00% "
-        "(95% one-sided, adjusted), within max_relative_increase 2.00%"
+        "(95% one-sided), within max_relative_increase 2.00%"
     )
 
 

@@ -275,9 +275,10 @@ adj. p | MDE | verdict |
 | wikitext | 62 | word_perplexity | 30.125 | 30.400 | +0.91% [-0.21%, +2.04%] | ≤ +1.95% \
 (97.5%) | 0.731 | 1.000 | +3.88% | ✅ PASS |
 
-Bound: the one-sided bound the verdict rests on, at the confidence the family's correction set \
-(≥: the drop is at least this, shown for a REGRESSION; ≤: at most this, which must lie within \
-the threshold for a PASS). 95% CI: two-sided and unadjusted, a description, not the decision. \
+Bound: the one-sided bound the verdict rests on (≥: the drop is at least this, shown for a \
+REGRESSION, at the confidence the family's correction set; ≤: at most this, at the full alpha, \
+which must lie within the threshold for a PASS: every unit must show it, so alpha bounds a false \
+PASS of the gate uncorrected). 95% CI: two-sided and unadjusted, a description, not the decision. \
 p: one-sided, rule `margin` (H0: drop within the threshold). MDE: the smallest true drop \
 (perplexity: increase) a unit flags as a regression with 80% power at its n and observed \
 spread. What each verdict means: docs/gate.md, "What the verdicts mean".

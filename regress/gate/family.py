@@ -3,9 +3,11 @@
 docs/gate.md, "One alpha": every test that can fail the gate (the gated units' rule tests,
 the creep guard's, the gated failure-class rates, the golden sets' relative drops, the
 decision gates shown failing) is one family under `policy.correction`. A PASS that needs
-evidence has its own family (the gated units' within-margin tests and the decision gates
-shown met): alpha bounds the chance of any false PASS as well. The units' no-drop tests,
-which `no_evidence_of_harm` reads, form the third.
+evidence (the gated units', anchor rows' and recoveries' within-margin tests, the decision
+gates shown met) is an intersection-union test: the gate PASSes only when every one of them
+rejects, so each at the full alpha already bounds P(gate PASS) by alpha whenever any one of
+them sits at its margin (Berger 1982), and a correction would only cost power. The units'
+no-drop tests, which `no_evidence_of_harm` reads, form a third family under the correction.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from regress.stats import adjust_pvalues, family_levels
 
 def correct(tests: Sequence[Sequence[Test]], policy: Policy) -> list[list[Corrected]]:
     """Each rule's tests corrected, every family as one: per rule, its tests' corrections in
-    its own order (`tests[i]` are rule i's tests, as `GateRule.tests` gives them)."""
+    its own order (`tests[i]` are rule i's tests, as `GateRule.tests` gives them). The PASS
+    family is left at the full alpha: its tests are intersected, not united (module docstring)."""
     corrected: dict[tuple[int, int], Corrected] = {}
     for family in Family:
         where = [
@@ -31,8 +34,11 @@ def correct(tests: Sequence[Sequence[Test]], policy: Policy) -> list[list[Correc
         if not where:
             continue
         raw = [tests[i][j].pvalue for i, j in where]
-        adjusted = adjust_pvalues(raw, policy.correction)
-        levels = family_levels(raw, policy.alpha, policy.correction)
+        if family is Family.PASS:
+            adjusted, levels = raw, [policy.alpha] * len(raw)
+        else:
+            adjusted = adjust_pvalues(raw, policy.correction)
+            levels = family_levels(raw, policy.alpha, policy.correction)
         for key, p, level in zip(where, adjusted, levels, strict=True):
             corrected[key] = Corrected(p, level)
     return [[corrected[i, j] for j in range(len(own))] for i, own in enumerate(tests)]

@@ -28,7 +28,8 @@ class Family(StrEnum):
     FAIL = "fail"
     """Tests whose rejection fails the gate: alpha bounds the chance of a false REGRESSION."""
     PASS = "pass"
-    """Tests a PASS needs (`pass_requires: evidence`): alpha bounds a false PASS."""
+    """Tests a PASS needs (`pass_requires: evidence`), every one: an intersection-union test,
+    each at the full alpha, which bounds a false PASS of the gate."""
     CHANGE = "change"
     """The units' no-drop tests, which `no_evidence_of_harm` reads."""
 

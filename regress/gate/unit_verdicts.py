@@ -95,7 +95,8 @@ def verdict_of(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
 
 
 def _confidence(level: float, gated: bool) -> str:
-    """How sure a one-sided bound is, and whether the family's correction set it."""
+    """How sure a one-sided bound is, and whether the family's correction set it (an upper
+    bound, which a PASS rests on, never: the PASS is an intersection-union test at alpha)."""
     sure = f"{(1 - level) * 100:.4g}%"
     return f"{sure} one-sided, adjusted" if gated else f"{sure} one-sided"
 
@@ -105,14 +106,14 @@ def _shown_within(unit: UnitResult) -> str:
     assert bounds is not None  # a PASS was tested, so it was bounded
     return (
         f"{_change(unit)}: the {_noun(unit)} is at most {_amount(unit, bounds.at_most)} "
-        f"({_confidence(bounds.at_most_level, unit.gated)}), within {_limit(unit)}"
+        f"({_confidence(bounds.at_most_level, False)}), within {_limit(unit)}"
     )
 
 
 def _not_shown(unit: UnitResult) -> str:
     bounds = unit.bounds
     reach = _amount(unit, bounds.at_most) if bounds else "unknown"
-    level = f" ({_confidence(bounds.at_most_level, unit.gated)})" if bounds else ""
+    level = f" ({_confidence(bounds.at_most_level, False)})" if bounds else ""
     needed = (
         f"; about {unit.n_to_pass:,} examples would show an unchanged model within it"
         if unit.n_to_pass

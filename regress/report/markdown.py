@@ -437,13 +437,18 @@ def _name(side: Fingerprint) -> str:
     return side.label or side.run
 
 
+def _named_metric(unit: UnitResult) -> bool:
+    return unit.kind is UnitKind.PERPLEXITY or unit.metric == "p_gold"
+
+
 def _plain_table(units: Sequence[UnitResult]) -> str:
     """Every unit without statistics: examples, both sides, the change, what flipped."""
     if not units:
         return ""
     body = [
         [
-            u.name if u.kind is not UnitKind.PERPLEXITY else f"{u.name} ({u.metric})",
+            # A unit not paired on right/wrong answers says what it pairs.
+            f"{u.name} ({u.metric})" if _named_metric(u) else u.name,
             f"{u.n:,}" if u.proxy is None else f"{u.n:,} of {u.proxy.population:,}",
             *(
                 (_number(u.baseline), _number(u.candidate), _relative_change(u))
@@ -671,9 +676,10 @@ def _legend(comparison: Comparison, docs: _Docs) -> str:
     power = f"{comparison.policy.power:.0%}"
     if comparison.policy.pass_requires is PassRequires.EVIDENCE:
         bound = (
-            "Bound: the one-sided bound the verdict rests on, at the confidence the family's "
-            "correction set (≥: the drop is at least this, shown for a REGRESSION; ≤: at most "
-            "this, which must lie within the threshold for a PASS). "
+            "Bound: the one-sided bound the verdict rests on (≥: the drop is at least this, "
+            "shown for a REGRESSION, at the confidence the family's correction set; ≤: at most "
+            "this, at the full alpha, which must lie within the threshold for a PASS: every "
+            "unit must show it, so alpha bounds a false PASS of the gate uncorrected). "
         )
     else:
         bound = "Bound: the drop is at least this (one-sided, the confidence the correction set). "
@@ -906,7 +912,8 @@ def _recovery(comparison: Comparison) -> str:
         f"### Recovery\n\n{table}\n\n_Recovery is the candidate's accuracy over the "
         "baseline's on the same examples; a unit fails when it is shown below `min` (1 - its "
         "max_relative_drop) and, under `pass_requires: evidence`, passes when shown above it. "
-        "Bounds are one-sided at the levels the family's correction set (Fieller's interval "
+        "Bounds are one-sided: below at the level the family's correction set, above at the "
+        "full alpha (a PASS needs every such test: docs/gate.md#one-alpha; Fieller's interval "
         "of the paired ratio)._"
     )
 

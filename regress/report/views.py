@@ -203,8 +203,9 @@ def _gates(inputs: Inputs) -> Section:
         "verdict",
     )
     note = (
-        '<p class="note">Each gate is two one-sided tests corrected with the gate\'s units '
-        "(docs/gate.md#decision-gates); the interval is uncorrected, for reading.</p>"
+        '<p class="note">Each gate is two one-sided tests: failing corrected with the gate\'s '
+        "units, met at the full alpha, as every test a PASS needs (docs/gate.md#one-alpha); "
+        "the interval is uncorrected, for reading.</p>"
     )
     return Section(f"<section><h3>Decision gates</h3><table>{head}{''.join(rows)}</table>{note}")
 

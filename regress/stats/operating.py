@@ -341,16 +341,15 @@ def creep_verdicts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """REGRESSION and PASS masks of one unit gated against its last baseline, counts `step`
     (b, c), and against the anchor, counts `creep`, with both margin tests in one Holm family
-    and both within-margin tests in another, as `regress.gate.compare` judges them."""
+    and both within-margin tests each at alpha (the PASS is an intersection-union test), as
+    `regress.gate.compare` judges them."""
     regressed, passed = [], []
     for b, c, bk, ck in zip(*step, *creep, strict=True):
         beyond = sorted((_exact(int(b), int(c), n, max_drop), _exact(int(bk), int(ck), n, budget)))
-        within = sorted(
-            (_within(int(b), int(c), n, max_drop), _within(int(bk), int(ck), n, budget))
-        )
-        # Holm over two: the smaller p against alpha / 2, then the larger against alpha.
+        within = (_within(int(b), int(c), n, max_drop), _within(int(bk), int(ck), n, budget))
+        # Holm over two: the smaller p against alpha / 2 (the larger needs it first).
         regressed.append(beyond[0] < ALPHA / 2)
-        passed.append(not regressed[-1] and within[0] < ALPHA / 2 and within[1] < ALPHA)
+        passed.append(not regressed[-1] and max(within) < ALPHA)
     return np.array(regressed), np.array(passed)
 
 
@@ -536,3 +535,73 @@ def _edge(n: int, margin: float, level: float, side: Side, m: int) -> int:
 SEQUENTIAL_N = 300
 SEQUENTIAL_CELLS = ((0.0, 0.15), (0.02, 0.05), (0.02, 0.15), (0.05, 0.15), (0.10, 0.15))
 """(true drop, discordance) rows of docs/gate.md's sequential table."""
+
+
+@dataclass(frozen=True)
+class GatePassPoint:
+    """P(gate PASS) of alike independent units, with and without Holm on the PASS tests."""
+
+    units: int
+    n: int
+    drop: float
+    discordance: float
+    holm: float
+    """Every unit's within-margin test rejected by Holm at alpha (the gate before issue 50)."""
+    intersection: float
+    """Every unit's within-margin test rejected at alpha: the intersection-union test."""
+
+
+def within_rate(
+    n: int, drop: float, discordance: float, level: float, margin: float = MAX_DROP
+) -> float:
+    """P(one unit's drop is shown within `margin` at `level`), exactly: the sum over m of the
+    WITHIN test's rejection edges' binomial tails."""
+    ms = np.asarray(_m_range(n, discordance, discordance))
+    edges = rejection_edges(n, margin, level, Side.WITHIN, range(int(ms[0]), int(ms[-1]) + 1))
+    share = (discordance + drop) / (2 * discordance)
+    inside = np.where(edges < 0, 0.0, sps.binom.cdf(np.maximum(edges, 0), ms, share))
+    return float(np.sum(sps.binom.pmf(ms, n, discordance) * inside))
+
+
+def gate_pass(
+    units: int,
+    n: int,
+    drop: float,
+    discordance: float,
+    alpha: float = ALPHA,
+    margin: float = MAX_DROP,
+) -> GatePassPoint:
+    """P(gate PASS) of `units` independent accuracy units of n examples, each with the same
+    true drop and discordance, margin rule, `pass_requires: evidence`, exactly.
+
+    A unit shown within its margin at a level below 0.5 is never shown beyond it (the two
+    tests order the outcomes by one statistic, so their p-values sum to at least 1), so the
+    gate PASSes exactly when every within-margin test rejects. Holm rejects them all when
+    the j-th smallest p lies below alpha / (units - j + 1) for every j: a sum over how many
+    units fall between consecutive Holm levels (a multinomial of the per-level rates).
+    """
+    levels = [alpha / (units - j) for j in range(units)]
+    below = [within_rate(n, drop, discordance, level, margin) for level in levels]
+    cells = np.diff([0.0, *below])
+    holm = 0.0
+    for counts in _compositions(units, units):
+        if all(sum(counts[: j + 1]) >= j + 1 for j in range(units)):
+            ways = math.factorial(units) / math.prod(math.factorial(k) for k in counts)
+            holm += ways * math.prod(float(p) ** k for p, k in zip(cells, counts, strict=True))
+    return GatePassPoint(units, n, drop, discordance, holm, below[-1] ** units)
+
+
+def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
+    """Every way to write `total` as `parts` counts of at least 0, in order."""
+    if parts == 1:
+        return [(total,)]
+    return [(k, *rest) for k in range(total + 1) for rest in _compositions(total - k, parts - 1)]
+
+
+GATE_PASS_CELLS = tuple(
+    (units, n, discordance)
+    for units in (3, 5)
+    for n in (300, 1000)
+    for discordance in (0.01, 0.03, 0.15)
+)
+"""(units, n, discordance) rows of docs/gate.md's PASS-family table: an unchanged candidate."""
