@@ -6,7 +6,8 @@ The rules, each measured by its own module from one `Context` (regress.gate.rule
 - the failure classes (regress.gate.failure_rates): a generation unit's failure rates;
 - the golden sets (regress.gate.golden_rules): must-pass items and relative drops;
 - the decision gates (regress.gate.decision_gates): absolute requirements on the candidate;
-- recovery (regress.gate.recovery): a unit's share of the baseline's accuracy kept.
+- recovery (regress.gate.recovery): a unit's share of the baseline's accuracy kept;
+- divergence (regress.gate.divergence): how far a unit's choice distributions moved.
 Judged units enter as outcomes (regress.gate.judged), pooled formats as units
 (regress.gate.format_pool); turns and format spreads are reported, not tested.
 `regress.gate.family` corrects every rule's tests together and decides.
@@ -20,9 +21,10 @@ from functools import partial
 from regress.core.errors import BadInput, ExitCode
 from regress.core.judgements import Judged
 from regress.core.manifest import Run
-from regress.gate import creep, failure_rates, golden_rules, recovery, units
+from regress.gate import creep, divergence, failure_rates, golden_rules, recovery, units
 from regress.gate.creep import Since, creep_policies
 from regress.gate.decision_gates import DecisionGates, measure_gates
+from regress.gate.divergence import Divergence
 from regress.gate.failure_rates import FailureClasses
 from regress.gate.family import correct, decide
 from regress.gate.format_pool import with_pooled
@@ -118,6 +120,7 @@ def judge(
     golden = golden_rules.measure(context, golden_items)
     gates = measure_gates(context, summaries, judged, latency)
     kept = recovery.measure(context)
+    moved = divergence.measure(context)
     nominal: Callable[[float], float] = lambda level: level  # noqa: E731
     sequential = policy.sequential
     if look is not None and sequential is not None:
@@ -125,8 +128,9 @@ def judge(
         measured, guard = measured.repeated(at_look), guard.repeated(at_look)
         failures, golden = failures.repeated(at_look), golden.repeated(at_look)
         gates, kept = gates.repeated(at_look), kept.repeated(at_look)
+        moved = moved.repeated(at_look)
         nominal = partial(sequential.nominal_level, look=look)
-    rules: tuple[GateRule, ...] = (measured, guard, failures, golden, gates, kept)
+    rules: tuple[GateRule, ...] = (measured, guard, failures, golden, gates, kept, moved)
     corrected = correct([rule.tests() for rule in rules], policy)
     measured = measured.settled(corrected[0], policy, nominal)
     guard = guard.settled(corrected[1], policy, nominal)
@@ -134,7 +138,8 @@ def judge(
     golden = golden.settled(corrected[3], policy, nominal)
     gates = gates.settled(corrected[4], policy, nominal)
     kept = kept.settled(corrected[5], policy, nominal)
-    settled: tuple[GateRule, ...] = (measured, guard, failures, golden, gates, kept)
+    moved = moved.settled(corrected[6], policy, nominal)
+    settled: tuple[GateRule, ...] = (measured, guard, failures, golden, gates, kept, moved)
     if since is not None:
         warnings += [f"anchor {since.label}: {w}" for w in since.paired.warnings]
     warnings += policy.notices
@@ -162,6 +167,7 @@ def judge(
         golden=golden.sets,
         requirements=gates.results,
         recovery=kept.results,
+        divergence=moved.results,
         turns=tuple(
             change
             for name, members in gated_units.items()
@@ -184,5 +190,6 @@ def verdict_of(comparison: Comparison) -> tuple[Verdict, ExitCode]:
         GoldenSets(comparison.golden),
         DecisionGates(comparison.requirements),
         Recovery(comparison.recovery),
+        Divergence(comparison.divergence),
     ]
     return decide([rule.verdict() for rule in rules], comparison.policy)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+import numpy as np
+
 from regress.core.errors import BadInput
 from regress.core.manifest import TaskInfo
 from regress.core.records import Record
@@ -47,6 +49,24 @@ def metric_of(task: TaskInfo, unit_policy: UnitPolicy, kind: UnitKind) -> str | 
     if kind is UnitKind.SCORE:
         return override or task.metric
     return None if override in (None, task.metric) else override
+
+
+def gold_probability(record: Record) -> float:
+    """The probability the record's model put on the gold choice among the choices: the
+    softmax of its per-choice log-likelihoods, summed over gold choices (`p_gold`). A failed
+    example puts none on it, as it is wrong."""
+    if not record.ok:
+        return 0.0
+    logliks = record.scores.get("loglik")
+    gold = record.target if isinstance(record.target, list) else [record.target]
+    if not logliks or not all(isinstance(g, int) and 0 <= g < len(logliks) for g in gold):
+        raise BadInput(
+            f"task {record.task} doc {record.doc_id}: p_gold needs a multiple-choice record "
+            "(per-choice log-likelihoods and the gold choice's index); remove `estimand: p_gold`"
+        )
+    values = np.asarray(logliks, dtype=float)
+    weights = np.exp(values - values.max())
+    return float(weights[gold].sum() / weights.sum())
 
 
 def outcome_value(record: Record, metric: str | None, binary: bool) -> float:

@@ -36,6 +36,8 @@ units:
   arc_easy: {max_drop: 0.03, metric: acc, rule: change}
   builtin: {gate: false}
   wikitext: {max_relative_increase: 0.05}
+  piqa: {estimand: p_gold, max_drop: 0.01}  # pair on the gold choice's probability
+  hellaswag: {max_kl: 0.02}  # mean KL over the choices at most 0.02 nats
 ```
 """
 
@@ -85,6 +87,16 @@ def _choice(kind: type[E], value: str, name: str) -> E:
         raise BadInput(f"policy: {name} must be one of {choices}, not {value!r}") from None
 
 
+class Estimand(StrEnum):
+    """What a multiple-choice unit pairs example by example (docs/gate.md#estimands)."""
+
+    ACCURACY = "accuracy"
+    """Right or wrong (0/1): the default."""
+    P_GOLD = "p_gold"
+    """The probability the model puts on the gold choice, among the choices (expected
+    accuracy): it moves with every change, not only the ones that flip an answer."""
+
+
 @dataclass(frozen=True)
 class UnitPolicy:
     """Overrides for one gated unit (a task, or a group such as `mmlu`)."""
@@ -98,10 +110,17 @@ class UnitPolicy:
     max_relative_drop: float | None = None
     """Recovery: the candidate keeps at least 1 - this of the baseline's accuracy
     (regress.gate.recovery); None: no recovery rule for the unit."""
+    estimand: Estimand | None = None
+    """None: accuracy (or the unit's score or perplexity)."""
+    max_kl: float | None = None
+    """Divergence: the largest mean KL (nats) of the candidate's choice distributions from
+    the baseline's (regress.gate.divergence); None: no divergence rule for the unit."""
 
     def __post_init__(self) -> None:
         if self.rule is not None:
             object.__setattr__(self, "rule", _choice(Rule, self.rule, "rule"))
+        if self.estimand is not None:
+            object.__setattr__(self, "estimand", _choice(Estimand, self.estimand, "estimand"))
 
 
 class Metric(StrEnum):
@@ -522,6 +541,10 @@ def _parse_unit(reader: _Reader, spec: Any, key: str) -> UnitPolicy:
         values["rule"] = reader.choice(entry["rule"], f"{key}.rule", Rule)
     if "gate" in entry:
         values["gate"] = reader.flag(entry["gate"], f"{key}.gate")
+    if "max_kl" in entry:
+        values["max_kl"] = reader.positive(entry["max_kl"], f"{key}.max_kl")
+    if "estimand" in entry:
+        values["estimand"] = reader.choice(entry["estimand"], f"{key}.estimand", Estimand)
     return UnitPolicy(**values)
 
 

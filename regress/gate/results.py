@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from regress.core.errors import ExitCode
 from regress.core.manifest import Manifest
 from regress.gate.choice_calibration import CalibrationResult
+from regress.gate.divergence import DivergenceResult
 from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import SpreadChange
 from regress.gate.golden_rules import GoldenResult
@@ -365,6 +366,9 @@ class Comparison:
     recovery: tuple[RecoveryResult, ...] = ()
     """Units with a `max_relative_drop`: the candidate's share of the baseline's accuracy,
     tested and decided (regress.gate.recovery)."""
+    divergence: tuple[DivergenceResult, ...] = ()
+    """Units with a `max_kl`: how far the candidate's choice distributions moved, tested and
+    decided (regress.gate.divergence)."""
     turns: tuple[TurnChange, ...] = ()
     """Conversation units: each turn's pass rate on both sides (reported, not gated)."""
     formats: tuple[SpreadChange, ...] = ()
@@ -379,7 +383,7 @@ class Comparison:
             del data["sequential"]
         if not self.requirements:
             del data["requirements"]
-        for name in ("turns", "formats", "recovery"):
+        for name in ("turns", "formats", "recovery", "divergence"):
             if not data[name]:
                 del data[name]
         for unit in data["units"]:

@@ -6,6 +6,9 @@ A unit is one of three kinds, by what its records hold (`unit_kind`):
   (regress.stats.margin), Tango's interval for Δ as a description, flips listed;
 - score: a per-example score in [0, 1] with `correct` None (TruthfulQA MC2): bootstrap-t
   tests of the mean, b and c count the examples that scored lower and higher;
+  a multiple-choice unit with `estimand: p_gold` pairs the gold choice's probability the
+  same way, tested by betting (regress.stats.BoundedDrop): its values are bounded, so the
+  test holds alpha under any skew;
 - perplexity (loglikelihood_rolling tasks): sign-flip and bootstrap-t tests of the
   length-weighted corpus log-ratio (regress.stats.perplexity), the very quantity whose relative
   change max_relative_increase judges.
@@ -42,9 +45,15 @@ from regress.core.manifest import TaskInfo
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record, Status
 from regress.gate.judged import JudgedSummary
-from regress.gate.outcomes import UnitKind, metric_of, outcome_value, unit_kind
+from regress.gate.outcomes import (
+    UnitKind,
+    gold_probability,
+    metric_of,
+    outcome_value,
+    unit_kind,
+)
 from regress.gate.pairing import Pair
-from regress.gate.policy import Policy, UnitPolicy
+from regress.gate.policy import Estimand, Policy, UnitPolicy
 from regress.gate.results import (
     Flip,
     ProxyEstimate,
@@ -57,6 +66,7 @@ from regress.gate.unit_verdicts import bounds, or_one, verdict_of
 from regress.gate.verdict import worst
 from regress.stats import (
     CI_ALPHA,
+    BoundedDrop,
     DropTest,
     NormalShift,
     PairedCounts,
@@ -68,6 +78,7 @@ from regress.stats import (
     accuracy_mde,
     accuracy_n,
     bootstrap_t,
+    bounded_mean_interval,
     choice_kl,
     corpus_shift,
     mcnemar_pvalue,
@@ -120,6 +131,8 @@ def measure_unit(
         unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
         unit, test = _measure_perplexity(name, tasks, unit_pairs, policy, unit_policy, k)
         return unit, [], test
+    if design is not None and unit_policy.estimand is Estimand.P_GOLD:
+        raise BadInput(f"unit {name}: estimand p_gold needs a full baseline, not a proxy's")
     unit, flips, test = _measure_outcomes(name, tasks, pairs, policy, unit_policy, kind, k)
     if design is not None:
         unit, test = _as_proxy_estimate(unit, tasks, pairs, policy, unit_policy, k, design)
@@ -136,6 +149,11 @@ def _measure_outcomes(
     k: int,
 ) -> tuple[UnitResult, list[Flip], DropTest | None]:
     """Accuracy and score units: per-example outcomes paired, by task and for the unit."""
+    p_gold = unit_policy.estimand is Estimand.P_GOLD
+    if p_gold and kind is not UnitKind.ACCURACY:
+        raise BadInput(f"unit {name}: estimand p_gold needs multiple-choice tasks, not {kind}")
+    if p_gold:
+        kind = UnitKind.SCORE
     binary = kind is UnitKind.ACCURACY
     subjects: list[SubjectResult] = []
     flips: list[Flip] = []
@@ -143,8 +161,12 @@ def _measure_outcomes(
     all_after: list[float] = []
     for task in tasks:
         metric = metric_of(task, unit_policy, kind)
-        before = [outcome_value(base, metric, binary) for base, _ in pairs[task.name]]
-        after = [outcome_value(cand, metric, binary) for _, cand in pairs[task.name]]
+        if p_gold:
+            before = [gold_probability(base) for base, _ in pairs[task.name]]
+            after = [gold_probability(cand) for _, cand in pairs[task.name]]
+        else:
+            before = [outcome_value(base, metric, binary) for base, _ in pairs[task.name]]
+            after = [outcome_value(cand, metric, binary) for _, cand in pairs[task.name]]
         if binary:
             flips += [
                 _flip(base, cand, regressed=x > y)
@@ -158,14 +180,18 @@ def _measure_outcomes(
     ours, theirs = np.asarray(all_before), np.asarray(all_after)
     n, b, c = len(ours), int(np.sum(theirs < ours)), int(np.sum(theirs > ours))
     k = k if unit_policy.gate else 1
-    stats, test = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k)
+    stats, test = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k, p_gold)
     unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
     kl, agreement = _choice_shift(unit_pairs)
     candidate_failures = failure_counts([cand for _, cand in unit_pairs])
     unit = UnitResult(
         name=name,
         kind=kind,
-        metric=", ".join(sorted({metric_of(t, unit_policy, kind) or t.metric for t in tasks})),
+        metric=(
+            str(Estimand.P_GOLD)
+            if p_gold
+            else ", ".join(sorted({metric_of(t, unit_policy, kind) or t.metric for t in tasks}))
+        ),
         tasks=tuple(task.name for task in tasks),
         gated=unit_policy.gate,
         rule=unit_policy.rule or policy.rule,
@@ -214,11 +240,14 @@ def _outcome_stats(
     unit_policy: UnitPolicy,
     policy: Policy,
     k: int,
+    bounded: bool = False,
 ) -> tuple[_Tests, DropTest | None]:
     """Δ, its interval, the p-values, the MDE and the plans of an accuracy or score unit, and
     the test of its drop against any margin.
 
     `k` is the number of gated units the MDE and the plans share alpha with (Bonferroni).
+    `bounded` tests the scores by betting (p_gold) instead of the bootstrap-t; its plans stay
+    the normal approximation's, which the betting test needs somewhat more examples to meet.
     """
     n, (b, c) = len(ours), flipped
     threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
@@ -234,6 +263,16 @@ def _outcome_stats(
         mde = accuracy_mde(n, discordance, threshold, rule, alpha, policy.power)
         needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
         to_pass = pass_n(discordance, threshold, alpha, policy.power)
+    elif bounded:
+        test = BoundedDrop(ours - theirs)
+        delta = float(np.mean(theirs - ours))
+        change_p = test.pvalue(0.0, Side.BEYOND)
+        ci = bounded_mean_interval(theirs - ours, 1 - CI_ALPHA, -1.0, 1.0)
+        se = float(np.std(theirs - ours, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+        mde = shift_mde(se, threshold, rule, alpha, policy.power)
+        sd = se * math.sqrt(n)
+        needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
+        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, alpha, policy.power)
     else:
         mean = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
         change_p, delta, ci = mean.pvalue, mean.delta, mean.ci

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from regress.core.errors import ExitCode
+from regress.gate.divergence import KL_CAP, DivergenceResult
 from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import FormatSpread
 from regress.gate.golden_rules import FRAGILE_MARGIN, GoldenResult
@@ -134,6 +135,7 @@ def _render(comparison: Comparison, flips: int, subjects: int, docs: _Docs) -> s
         _more_flips(comparison, shown, flips),
         _golden(comparison),
         _recovery(comparison),
+        _divergence(comparison),
         _failures(comparison.units),
         _fold("Models, runtime and policy", [_models(comparison), _policy(comparison)]),
         _warnings(comparison),
@@ -218,6 +220,9 @@ def _first_line(comparison: Comparison) -> str:
             lost = [r for r in comparison.recovery if r.verdict is verdict]
             if lost and not risen:
                 return f"{head} in {_recovery_words(lost[0])}"
+            moved = [r for r in comparison.divergence if r.verdict is verdict]
+            if moved and not risen and not failing:
+                return f"{head} in {_divergence_words(moved[0])}"
             if failing and not risen:
                 return f"{head} in decision gate {_requirement_words(failing[0])}"
             return f"{head} in failure rates: " + "; ".join(_rate_words(f) for f in risen)
@@ -235,6 +240,9 @@ def _first_line(comparison: Comparison) -> str:
         undecided = [r for r in comparison.recovery if r.verdict is verdict]
         if undecided and not which:
             return f"{head} in {_recovery_words(undecided[0])}"
+        unsure = [r for r in comparison.divergence if r.verdict is verdict]
+        if unsure and not which:
+            return f"{head} in {_divergence_words(unsure[0])}"
         return f"{head}: {_undecided(which, gated, comparison.policy)}"
     return f"{head}: {_passed(gated, comparison.policy)}"
 
@@ -489,6 +497,7 @@ def _plain_notes(comparison: Comparison) -> str:
     ]
     lines += [f"- {ICONS[r.verdict]} {_requirement_words(r)}" for r in comparison.requirements]
     lines += [f"- {ICONS[r.verdict]} {_recovery_words(r)}" for r in comparison.recovery]
+    lines += [f"- {ICONS[r.verdict]} {_divergence_words(r)}" for r in comparison.divergence]
     if comparison.sequential is not None:
         lines.append(f"- ⏱️ {_stopped_words(comparison.sequential)}")
     warnings = comparison.warnings
@@ -916,6 +925,50 @@ def _recovery(comparison: Comparison) -> str:
         "full alpha (a PASS needs every such test: docs/gate.md#one-alpha; Fieller's interval "
         "of the paired ratio)._"
     )
+
+
+def _divergence_words(result: DivergenceResult) -> str:
+    """`**divergence of arc_easy**: mean KL 0.0042, at most 0.0061: within max_kl 0.02`."""
+    return f"**divergence of {result.unit}**: {result.reason}"
+
+
+def _divergence(comparison: Comparison) -> str:
+    """Divergence: how far each unit's choice distributions moved, its bounds, its verdict."""
+    if not comparison.divergence:
+        return ""
+    body = [
+        [
+            r.unit,
+            f"{r.n:,}",
+            f"{r.mean_kl:.4f}",
+            _kl_bound(r.at_least, r.at_least_level, "≥"),
+            _kl_bound(r.at_most, r.at_most_level, "≤"),
+            f"{r.max_kl:g}",
+            f"{r.uncapped_kl:.4f}",
+            f"{r.at_cap:,}",
+            _pvalue(r.fail_adjusted_pvalue),
+            _pvalue(r.pass_adjusted_pvalue),
+            f"{ICONS[r.verdict]} {r.verdict}",
+        ]
+        for r in comparison.divergence
+    ]
+    header = ["unit", "n", "mean KL", "at least", "at most", "max_kl", "uncapped", "at cap"]
+    header += ["adj. p (above)", "adj. p (within)", "verdict"]
+    table = markdown_table(header, body, ["---", *["---:"] * 9, "---"])
+    return (
+        f"### Divergence\n\n{table}\n\n_Mean KL: the candidate's distribution over each "
+        f"question's choices against the baseline's, in nats, each example capped at "
+        f"{KL_CAP:g} (`at cap` counts those, and the candidate's failures); `uncapped` is the "
+        "plain mean, not tested. A unit fails when the capped mean is shown above `max_kl` and, "
+        "under `pass_requires: evidence`, passes when shown within it, by a betting test of a "
+        "bounded mean (docs/gate.md#estimands)._"
+    )
+
+
+def _kl_bound(value: float | None, level: float | None, sign: str) -> str:
+    if value is None or level is None:
+        return "–"
+    return f"{sign} {value:.4f} ({(1 - level) * 100:.4g}%)"
 
 
 def _one_sided(value: float | None, level: float | None, sign: str) -> str:

@@ -30,6 +30,7 @@ from regress.stats.decision import (
     regression,
 )
 from regress.stats.drops import (
+    BoundedDrop,
     DropTest,
     NormalShift,
     PairedCounts,
@@ -158,6 +159,7 @@ __all__ = [
     "DISCORDANCE",
     "DROPS",
     "Direction",
+    "BoundedDrop",
     "DropTest",
     "FamilyRate",
     "GAMMA",

@@ -9,6 +9,8 @@ exact p-value's non-monotonicity in the margin: regress.stats.margin).
 - `PairedCounts`: accuracy units, the exact unconditional test of regress.stats.margin;
 - `NormalShift`: a normal estimate with a standard error (a proxy's stratified estimate);
 - `StudentizedShift`: a bootstrap-t resampling distribution (scores);
+- `BoundedDrop`: the betting test of per-example drops known to lie in [-1, 1] (a gold
+  choice's probability, regress.stats.bounded_mean), valid under any skew;
 - `RelativeIncrease`: a log-ratio's test asked as a relative increase (perplexity, whose
   log-ratio test is regress.stats.perplexity.CorpusShift).
 
@@ -25,6 +27,7 @@ from typing import Protocol
 import numpy as np
 from scipy import stats as sps
 
+from regress.stats.bounded_mean import Direction, bounded_mean_pvalue
 from regress.stats.margin import BOUND_TOLERANCE, Side, drop_bound, margin_pvalue
 
 
@@ -105,6 +108,24 @@ class StudentizedShift:
         if self.se <= 0:
             return self.drop
         return bisect_bound(self.pvalue, level, side, self.drop, self.se)
+
+
+@dataclass(frozen=True)
+class BoundedDrop:
+    """Per-example drops (baseline minus candidate) of values in [0, 1], in the run's order,
+    tested by betting: valid at any n and under any skew, since the values' range is known."""
+
+    drops: np.ndarray
+
+    def pvalue(self, margin: float, side: Side) -> float:
+        """The betting p of H0 "mean drop <= margin" (BEYOND) or ">= margin" (WITHIN)."""
+        direction = Direction.ABOVE if Side(side) is Side.BEYOND else Direction.BELOW
+        return float(bounded_mean_pvalue(self.drops, margin, direction, -1.0, 1.0))
+
+    def bound(self, level: float, side: Side) -> float:
+        """The margin where `pvalue` crosses `level`, found by bisection."""
+        spread = float(np.std(self.drops)) / math.sqrt(self.drops.size)
+        return bisect_bound(self.pvalue, level, side, float(np.mean(self.drops)), spread)
 
 
 @dataclass(frozen=True)

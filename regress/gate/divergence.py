@@ -1,0 +1,222 @@
+"""The divergence rule: how far a multiple-choice unit's answer distributions moved.
+
+`units: {arc_easy: {max_kl: 0.02}}` bounds the mean KL divergence of the candidate's
+distribution over each question's choices from the baseline's (nats; the softmax of the
+choices' log-likelihoods), the quantity llama.cpp users judge a quantization by, here on the
+choices rather than the vocabulary. It sees every change, not only the ones that flip an
+answer, so it decides with far fewer examples than accuracy does; what it claims is that the
+model answers alike, not that it is as accurate (docs/gate.md, "Estimands").
+
+Each example's divergence is capped at `KL_CAP` nats before averaging: the test is a betting
+test of a bounded mean (regress.stats.bounded_mean), valid at any n and under any skew, which a
+test of an unbounded mean cannot be (a few questions moving a lot would carry it). The rule
+therefore bounds the mean capped divergence; the report prints the uncapped mean beside it and
+how many examples reached the cap. A candidate that failed an example diverges by the cap
+there; an example the baseline failed has no distribution to diverge from and is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Self
+
+import numpy as np
+
+from regress.core.errors import BadInput
+from regress.core.records import Record
+from regress.gate.outcomes import UnitKind, unit_kind
+from regress.gate.policy import Policy
+from regress.gate.rule import Context, Corrected, Family, Test
+from regress.gate.verdict import Verdict, worst
+from regress.stats import Direction, PassRequires, Side, bisect_bound, bounded_mean_pvalue
+from regress.stats import kl_divergence_choices as choice_divergence
+
+KL_CAP = 1.0
+"""Nats: an example whose choices moved further counts this much (a near-certain answer
+turned into a coin flip between two choices is about 0.7)."""
+
+
+@dataclass(frozen=True)
+class DivergenceResult:
+    """A unit's mean divergence over choices as the gate measured and decided it."""
+
+    unit: str
+    n: int
+    mean_kl: float
+    """The mean of each example's divergence capped at KL_CAP: what the rule bounds."""
+    uncapped_kl: float
+    """The plain mean, for the report."""
+    at_cap: int
+    """Examples whose divergence reached the cap (or whose candidate failed)."""
+    max_kl: float
+    fail_pvalue: float
+    """One-sided p of H0 "mean capped KL <= max_kl"."""
+    pass_pvalue: float
+    """One-sided p of H0 "mean capped KL >= max_kl"."""
+    fail_adjusted_pvalue: float | None = None
+    pass_adjusted_pvalue: float | None = None
+    at_least: float | None = None
+    """The mean capped KL is at least this, at `at_least_level` (the failing test's level)."""
+    at_least_level: float | None = None
+    at_most: float | None = None
+    """The mean capped KL is at most this, at `at_most_level` (the PASS test's level)."""
+    at_most_level: float | None = None
+    verdict: Verdict = Verdict.INCONCLUSIVE
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Every gated unit with a `max_kl`, measured; decided once settled."""
+
+    results: tuple[DivergenceResult, ...]
+    samples: tuple[np.ndarray, ...] = ()
+    """Each result's capped divergences in the order tested (its bounds invert the test on
+    them); empty once only the verdicts are needed."""
+
+    def tests(self) -> tuple[Test, ...]:
+        """Each unit's test of failing and its test of being met."""
+        return tuple(
+            test
+            for r in self.results
+            for test in (Test(Family.FAIL, r.fail_pvalue), Test(Family.PASS, r.pass_pvalue))
+        )
+
+    def repeated(self, at_look: Callable[[float], float]) -> Self:
+        """Both p-values of every unit as repeated p-values."""
+        return replace(
+            self,
+            results=tuple(
+                replace(r, fail_pvalue=at_look(r.fail_pvalue), pass_pvalue=at_look(r.pass_pvalue))
+                for r in self.results
+            ),
+        )
+
+    def settled(
+        self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
+    ) -> Self:
+        """Each unit decided on its corrected tests, with the bounds that agree."""
+        given = iter(corrected)
+        decided = []
+        for result, values in zip(self.results, self.samples, strict=True):
+            failing, met = next(given), next(given)
+            high, low = nominal(failing.level), nominal(met.level)
+            result = replace(
+                result,
+                fail_adjusted_pvalue=failing.pvalue,
+                pass_adjusted_pvalue=met.pvalue,
+                at_least=_bound(values, high, Side.BEYOND),
+                at_least_level=high,
+                at_most=_bound(values, low, Side.WITHIN),
+                at_most_level=low,
+            )
+            decided.append(_decided(result, policy))
+        return replace(self, results=tuple(decided))
+
+    def verdict(self) -> Verdict | None:
+        """The worst verdict of a unit's divergence."""
+        return worst([r.verdict for r in self.results])
+
+
+def measure(context: Context) -> Divergence:
+    """The divergence tests of every gated unit whose policy sets `max_kl`."""
+    results, samples = [], []
+    for name, members in context.units.items():
+        unit_policy = context.unit_policies[name]
+        if unit_policy.max_kl is None or not unit_policy.gate:
+            continue
+        records = {t.name: [base for base, _ in context.pairs[t.name]] for t in members}
+        if context.design is not None or unit_kind(name, members, records) is not UnitKind.ACCURACY:
+            raise BadInput(
+                f"unit {name}: max_kl bounds how multiple-choice answers moved; it needs a "
+                "full baseline of multiple-choice tasks"
+            )
+        if unit_policy.max_kl >= KL_CAP:
+            raise BadInput(
+                f"unit {name}: max_kl must be below {KL_CAP:g} nat, the most one example's "
+                "divergence counts"
+            )
+        uncapped = [
+            _divergence(base, cand)
+            for task in members
+            for base, cand in context.pairs[task.name]
+            if base.ok
+        ]
+        # Rounding leaves an unchanged example's divergence a hair below 0.
+        capped = np.clip(np.asarray(uncapped, dtype=float), 0.0, KL_CAP)
+        failing, met = divergence_test(capped, unit_policy.max_kl)
+        results.append(
+            DivergenceResult(
+                unit=name,
+                n=len(capped),
+                mean_kl=float(capped.mean()) if capped.size else 0.0,
+                uncapped_kl=float(np.mean(uncapped)) if uncapped else 0.0,
+                at_cap=int(np.sum(capped >= KL_CAP)),
+                max_kl=unit_policy.max_kl,
+                fail_pvalue=failing,
+                pass_pvalue=met,
+            )
+        )
+        samples.append(capped)
+    return Divergence(tuple(results), tuple(samples))
+
+
+def divergence_test(capped: np.ndarray, max_kl: float) -> tuple[float, float]:
+    """One-sided p-values of H0 "mean capped KL <= max_kl" (small: shown above it) and of
+    H0 "mean capped KL >= max_kl" (small: shown below it), by betting on values in [0, cap]."""
+    if capped.size == 0:
+        return 1.0, 1.0
+    above = bounded_mean_pvalue(capped, max_kl, Direction.ABOVE, 0.0, KL_CAP)
+    below = bounded_mean_pvalue(capped, max_kl, Direction.BELOW, 0.0, KL_CAP)
+    return float(above), float(below)
+
+
+def _divergence(base: Record, cand: Record) -> float:
+    """KL(baseline || candidate) over the example's choices; the cap when the candidate failed."""
+    if not cand.ok:
+        return KL_CAP
+    ours, theirs = base.scores.get("loglik"), cand.scores.get("loglik")
+    if not ours or not theirs or len(ours) != len(theirs):
+        raise BadInput(
+            f"task {base.task} doc {base.doc_id}: max_kl needs both sides' per-choice "
+            "log-likelihoods, the same choices on each"
+        )
+    return choice_divergence(ours, theirs)
+
+
+def _bound(values: np.ndarray, level: float, side: Side) -> float | None:
+    """The mean capped KL's one-sided bound at `level` (BEYOND: at least; WITHIN: at most)."""
+    if values.size == 0:
+        return None
+    shown = Direction.ABOVE if side is Side.BEYOND else Direction.BELOW
+
+    def pvalue(bound: float, _: Side) -> float:
+        return float(bounded_mean_pvalue(values, bound, shown, 0.0, KL_CAP))
+
+    spread = float(np.std(values)) / np.sqrt(values.size) or KL_CAP / values.size
+    found = bisect_bound(pvalue, level, side, float(values.mean()), spread)
+    return min(max(found, 0.0), KL_CAP)
+
+
+def _decided(result: DivergenceResult, policy: Policy) -> DivergenceResult:
+    """A unit's divergence verdict and the one line that says why."""
+    shown, limit = f"mean KL {result.mean_kl:.4f}", f"max_kl {result.max_kl:g}"
+    if result.n < policy.min_examples:
+        why = f"only {result.n} paired examples (min_examples {policy.min_examples})"
+        return replace(result, verdict=Verdict.INCONCLUSIVE, reason=why)
+    failing = result.fail_adjusted_pvalue
+    if failing is not None and failing < policy.alpha:
+        why = (
+            f"{shown}, at least {result.at_least:.4f} > {limit} "
+            f"(adj. p {failing:.3g} < alpha {policy.alpha})"
+        )
+        return replace(result, verdict=Verdict.REGRESSION, reason=why)
+    met = result.pass_adjusted_pvalue
+    if policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM:
+        return replace(result, verdict=Verdict.PASS, reason=f"{shown}: not shown above {limit}")
+    if met is not None and met < policy.alpha:
+        why = f"{shown}, at most {result.at_most:.4f}: within {limit}"
+        return replace(result, verdict=Verdict.PASS, reason=why)
+    why = f"{shown}, may be as high as {result.at_most:.4f}: not shown within {limit}"
+    return replace(result, verdict=Verdict.INCONCLUSIVE, reason=why)

@@ -1,0 +1,204 @@
+"""The estimands for small changes: `estimand: p_gold` (a multiple-choice unit paired on the
+gold choice's probability instead of right/wrong, regress.stats.BoundedDrop) and `max_kl` (the
+divergence rule, regress.gate.divergence), both tested by betting on bounded values. Pure logic
+on crafted records; sizes under skew are checked by seeded simulation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+from test_compare import info, record, run
+
+from regress.core.errors import BadInput
+from regress.core.records import Status
+from regress.gate.compare import compare
+from regress.gate.divergence import KL_CAP
+from regress.gate.outcomes import gold_probability
+from regress.gate.policy import Estimand, Policy, UnitPolicy, load_policy
+from regress.gate.results import UnitKind, Verdict
+from regress.report.markdown import render_markdown
+from regress.stats import BoundedDrop, Side, bounded_mean_pvalue
+
+ALPHA = 0.05
+P_GOLD = Policy(units={"arc": UnitPolicy(estimand=Estimand.P_GOLD, max_drop=0.02)})
+
+
+def _chose(task: str, doc_id: int, logliks: list[float], target: int = 0):
+    """A multiple-choice record whose model gave these per-choice log-likelihoods."""
+    pred = int(np.argmax(logliks))
+    base = record(task, doc_id, int(pred == target))
+    return dataclasses.replace(base, target=target, pred=pred, scores={"loglik": logliks})
+
+
+def _runs(base_logliks, cand_logliks):
+    base = [_chose("arc", i, ll) for i, ll in enumerate(base_logliks)]
+    cand = [_chose("arc", i, ll) for i, ll in enumerate(cand_logliks)]
+    return run("base", {"arc": base}, [info("arc")]), run("cand", {"arc": cand}, [info("arc")])
+
+
+def test_gold_probability_is_the_softmax_of_the_choices_at_the_gold_ones():
+    logliks = [-4.2, -3.4, -3.1, -2.2]
+    expected = softmax(logliks)
+    assert gold_probability(_chose("arc", 0, logliks, target=2)) == pytest.approx(expected[2])
+    several = dataclasses.replace(_chose("arc", 0, logliks), target=[1, 3])
+    assert gold_probability(several) == pytest.approx(expected[1] + expected[3])
+    assert gold_probability(record("arc", 0, 0, status=Status.ERROR)) == 0.0
+
+
+def test_p_gold_refuses_a_record_without_choices_in_one_line():
+    scored = dataclasses.replace(record("gen", 3, 1), scores={})
+    with pytest.raises(BadInput, match=r"^task gen doc 3: p_gold needs a multiple-choice record"):
+        gold_probability(scored)
+
+
+def test_the_policy_names_the_estimand_and_refuses_an_unknown_one(tmp_path):
+    path = tmp_path / "policy.yaml"
+    path.write_text("units:\n  arc: {estimand: p_gold, max_drop: 0.01}\n")
+    policy = load_policy(path)
+    assert policy.for_unit("arc").estimand is Estimand.P_GOLD
+    assert policy.to_dict()["units"]["arc"]["estimand"] == "p_gold"
+    path.write_text("units:\n  arc: {estimand: kl}\n")
+    with pytest.raises(BadInput, match=r"units\.arc\.estimand must be one of accuracy, p_gold"):
+        load_policy(path)
+
+
+def test_a_small_shift_of_every_answer_is_shown_by_p_gold_but_flips_nothing():
+    """Every gold choice loses about 6 points of probability while every answer stays: 0/1
+    accuracy sees no change at all, p_gold shows a drop beyond its 2-point margin."""
+    rng = np.random.default_rng(3)
+    base = [[float(x) for x in rng.normal([0.0, -1.5, -2.0, -2.5], 0.2)] for _ in range(400)]
+    cand = [[ll[0] - 0.3, *ll[1:]] for ll in base]
+    b, c = _runs(base, cand)
+    accuracy = compare(b, c, Policy(units={"arc": UnitPolicy(max_drop=0.02)})).units[0]
+    assert (accuracy.b, accuracy.c) == (0, 0) and accuracy.verdict is Verdict.PASS
+    result = compare(b, c, P_GOLD)
+    [unit] = result.units
+    drops = [gold_probability(x) - gold_probability(y) for x, y in zip(*(r.records["arc"]
+             for r in (b, c)), strict=True)]  # fmt: skip
+    assert unit.kind is UnitKind.SCORE and unit.metric == "p_gold"
+    assert unit.delta == pytest.approx(-float(np.mean(drops)))
+    assert unit.verdict is Verdict.REGRESSION and unit.bounds.at_least > 0.02
+    assert result.verdict is Verdict.REGRESSION
+    assert "| arc (p_gold) | 400 |" in render_markdown(result)
+
+
+def test_an_unchanged_candidate_passes_on_p_gold():
+    rng = np.random.default_rng(4)
+    base = [[float(x) for x in rng.normal([0.0, -1.0, -1.5], 0.5)] for _ in range(400)]
+    cand = [[x + float(rng.normal(0, 0.02)) for x in ll] for ll in base]
+    [unit] = compare(*_runs(base, cand), P_GOLD).units
+    assert unit.verdict is Verdict.PASS and unit.bounds.at_most < 0.02
+
+
+def test_p_gold_refuses_a_unit_that_is_not_multiple_choice():
+    records = [record("gen", i, None, metrics={"score": 0.5}) for i in range(5)]
+    side = run("base", {"gen": records}, [info("gen", metric="score")])
+    policy = Policy(units={"gen": UnitPolicy(estimand=Estimand.P_GOLD)})
+    with pytest.raises(BadInput, match="^unit gen: estimand p_gold needs multiple-choice tasks"):
+        compare(side, side, policy)
+
+
+@pytest.mark.parametrize("skew", [1, -1])
+@pytest.mark.parametrize("n", [100, 400])
+def test_the_betting_test_holds_its_size_at_the_margin_under_skew(skew, n):
+    """Drops whose true mean is exactly the 2-point margin, made of many tiny moves and a few
+    large ones (1-3% of examples move 90 points one way): neither a REGRESSION (drop shown
+    beyond) nor a PASS (shown within) comes out more often than alpha. 4,000 runs: two
+    standard errors are 0.007."""
+    margin, rare = 0.02, 0.9 * skew
+    common = margin - 0.03 * skew
+    share = (margin - common) / (rare - common)
+    rng = np.random.default_rng(11)
+    runs_ = 4000
+    drops = np.where(rng.random((runs_, n)) < share, rare, common)
+    assert abs(drops.mean() - margin) < 0.005
+    beyond = bounded_mean_pvalue(drops, margin, "above", -1.0, 1.0) < ALPHA
+    within = bounded_mean_pvalue(drops, margin, "below", -1.0, 1.0) < ALPHA
+    limit = ALPHA + 2 * (ALPHA * (1 - ALPHA) / runs_) ** 0.5
+    assert beyond.mean() <= limit and within.mean() <= limit
+    # The unit's test object is this very test.
+    test = BoundedDrop(drops[0])
+    assert test.pvalue(margin, Side.BEYOND) == pytest.approx(
+        bounded_mean_pvalue(drops[0], margin, "above", -1.0, 1.0)
+    )
+
+
+def _kl(p_logliks, q_logliks) -> float:
+    """KL(p || q) of two choice distributions, written out (the oracle)."""
+    p, q = softmax(p_logliks), softmax(q_logliks)
+    return float(np.sum(p * np.log(p / q)))
+
+
+def _kl_policy(max_kl: float = 0.02) -> Policy:
+    # A wide max_drop: only the divergence rule can fail these candidates.
+    return Policy(units={"arc": UnitPolicy(max_kl=max_kl, max_drop=0.5)})
+
+
+def test_choices_that_moved_beyond_max_kl_fail_the_gate_though_no_answer_flipped():
+    rng = np.random.default_rng(5)
+    base = [[float(x) for x in rng.normal([0.0, -2.0, -2.5, -3.0], 0.2)] for _ in range(300)]
+    cand = [[ll[0] - 0.9, *ll[1:]] for ll in base]
+    result = compare(*_runs(base, cand), _kl_policy())
+    [unit], [moved] = result.units, result.divergence
+    assert (unit.b, unit.c) == (0, 0) and unit.verdict is Verdict.PASS
+    expected = np.mean([_kl(p, q) for p, q in zip(base, cand, strict=True)])
+    assert moved.mean_kl == pytest.approx(expected) == pytest.approx(moved.uncapped_kl)
+    assert moved.at_cap == 0 and moved.mean_kl > 0.02
+    assert moved.verdict is Verdict.REGRESSION and 0.02 < moved.at_least < moved.mean_kl
+    assert result.verdict is Verdict.REGRESSION
+    text = render_markdown(result)
+    assert text.splitlines()[0].startswith("## regress: ❌ REGRESSION in **divergence of arc**")
+    assert "### Divergence" in text
+    assert result.to_dict()["divergence"][0]["verdict"] == "REGRESSION"
+
+
+def test_choices_that_barely_moved_pass_within_max_kl():
+    rng = np.random.default_rng(6)
+    base = [[float(x) for x in rng.normal([0.0, -1.0, -1.5], 0.5)] for _ in range(400)]
+    cand = [[x + float(rng.normal(0, 0.02)) for x in ll] for ll in base]
+    result = compare(*_runs(base, cand), _kl_policy())
+    [moved] = result.divergence
+    assert moved.verdict is Verdict.PASS and moved.mean_kl < moved.at_most < 0.02
+    assert (
+        result.verdict is Verdict.PASS
+        and "divergence" not in compare(*_runs(base, cand), Policy()).to_dict()
+    )
+
+
+def test_a_failed_candidate_example_diverges_by_the_cap_and_a_failed_baseline_one_is_left_out():
+    base = [[0.0, -1.0]] * 150
+    b, c = _runs(base, base)
+    failed = dataclasses.replace(c.records["arc"][0], status=Status.ERROR, scores={})
+    c.records["arc"][0] = failed
+    b.records["arc"][1] = dataclasses.replace(b.records["arc"][1], status=Status.ERROR)
+    [moved] = compare(b, c, _kl_policy()).divergence
+    assert (moved.n, moved.at_cap) == (149, 1)
+    assert moved.mean_kl == pytest.approx(KL_CAP / 149)
+
+
+@pytest.mark.parametrize(
+    ("max_kl", "message"),
+    [(1.0, "max_kl must be below 1 nat"), (0.0, "units.arc.max_kl must be a positive number")],
+)
+def test_max_kl_outside_the_cap_is_refused_in_one_line(tmp_path, max_kl, message):
+    path = tmp_path / "policy.yaml"
+    path.write_text(f"units:\n  arc: {{max_kl: {max_kl}}}\n")
+    base = [[0.0, -1.0]] * 5
+    with pytest.raises(BadInput, match=message):
+        compare(*_runs(base, base), load_policy(path))
+
+
+def test_the_kl_test_holds_its_size_at_max_kl_under_skew():
+    """Divergences whose true capped mean is exactly max_kl, nearly all tiny and 1.5% at
+    the cap: neither side is shown more often than alpha (4,000 runs of 300)."""
+    max_kl, tiny = 0.02, 0.005
+    share = (max_kl - tiny) / (KL_CAP - tiny)
+    rng = np.random.default_rng(12)
+    values = np.where(rng.random((4000, 300)) < share, KL_CAP, tiny)
+    above = bounded_mean_pvalue(values, max_kl, "above", 0.0, KL_CAP) < ALPHA
+    below = bounded_mean_pvalue(values, max_kl, "below", 0.0, KL_CAP) < ALPHA
+    limit = ALPHA + 2 * (ALPHA * (1 - ALPHA) / 4000) ** 0.5
+    assert above.mean() <= limit and below.mean() <= limit
