@@ -18,10 +18,12 @@ from regress.stats import (
     Side,
     adjust_pvalues,
     drop_bound,
+    envelope_rejects,
     family_false_alarms,
     family_levels,
     margin_pvalue,
     operating,
+    reach,
     rejection_edges,
     size_grid,
     tango_score,
@@ -107,6 +109,62 @@ def test_issue_25_case_the_bound_agrees_with_the_regression():
     REGRESSION at max_drop 2; the one-sided bound at the test's level lies beyond 2."""
     assert margin_pvalue(40, 8, 1000, 0.02) < 0.05
     assert drop_bound(40, 8, 1000, 0.05, Side.BEYOND) > 0.02
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "raw_rejects"),
+    [(31, 14, True), (26, 10, False)],
+)
+def test_issue_50_cases_the_bound_and_the_verdict_agree(b, c, raw_rejects):
+    """n = 300 at max_drop 2 points (issue 50). The exact p is not monotone in the margin:
+    (31, 14) is rejected at 2 points though a margin near 1.98 is not, and (26, 10) is kept
+    at 2 points though 2.05 is rejected. The bound is the edge of the margins all rejected,
+    so both lie below 2, and the gate shows neither as a REGRESSION: verdict and bound agree."""
+    from test_compare import runs
+
+    from regress.gate.compare import compare
+    from regress.gate.policy import Policy
+    from regress.gate.results import Verdict
+
+    assert (margin_pvalue(b, c, 300, 0.02) < 0.05) is raw_rejects
+    bound = drop_bound(b, c, 300, 0.05, Side.BEYOND)
+    assert 0.019 < bound < 0.02
+    # Every margin below the bound is rejected, and one just above it is kept.
+    for margin in np.linspace(bound - reach(300), bound - 2e-5, 60):
+        assert margin_pvalue(b, c, 300, float(margin)) < 0.05, margin
+    assert any(margin_pvalue(b, c, 300, bound + x) >= 0.05 for x in (1e-5, 2e-5))
+    assert not envelope_rejects(b, c, 300, 0.02, 0.05, Side.BEYOND)
+    base, cand = runs({"arc": (300, b, c)})
+    (unit,) = compare(base, cand, Policy()).units
+    assert (unit.b, unit.c) == (b, c)
+    assert unit.bounds.at_least == pytest.approx(bound)
+    assert unit.verdict is Verdict.INCONCLUSIVE
+
+
+def test_bound_and_verdict_agree_over_a_seeded_sweep():
+    """Seeded (n, b, c) over n = 100-2,000 and 1-40% of answers flipped, both sides, at the
+    unit's alpha and a Holm level: the exact test rejects every margin on the bound's far
+    side (out to twice the reach where its p can dip back) and keeps one just past it, so the
+    envelope test (`envelope_rejects`: the margin beyond the bound) rejects only what the exact
+    test rejects and a verdict always agrees with its bound."""
+    rng = np.random.default_rng(50)
+    for _ in range(12):
+        n = int(rng.choice([100, 300, 1000, 2000]))
+        m = int(rng.binomial(n, rng.uniform(0.01, 0.4)))
+        b = int(rng.binomial(m, rng.uniform(0.45, 0.8)))
+        c = m - b
+        for level in (0.05, 0.0125):
+            for side in Side:
+                bound = drop_bound(b, c, n, level, side)
+                if abs(bound) >= 1:
+                    continue
+                rejected = -1 if side is Side.BEYOND else 1  # the side of the bound
+                for x in np.linspace(0, 2 * reach(n), 9)[1:]:
+                    margin = bound + rejected * x
+                    assert margin_pvalue(b, c, n, margin, side) < level, (n, b, c, side, x)
+                # The edge: a margin just past it is kept (the bound claims no more).
+                kept = (margin_pvalue(b, c, n, bound - rejected * x, side) for x in (1e-5, 2e-5))
+                assert any(p >= level for p in kept), (n, b, c, side)
 
 
 def test_family_levels_reject_exactly_what_holm_rejects():

@@ -186,7 +186,11 @@ def _decided(result: RecoveryResult, policy: Policy) -> RecoveryResult:
         why = f"only {result.n} paired examples (min_examples {policy.min_examples})"
         return replace(result, verdict=Verdict.INCONCLUSIVE, reason=why)
     failing = result.fail_adjusted_pvalue
-    if failing is not None and failing < policy.alpha:
+    # A verdict needs its bound past the limit too: the bounds are the envelope of the
+    # margins the exact test rejects, which agrees with them (regress.stats.margin.drop_bound).
+    below = result.at_most is None or result.at_most < result.min_recovery
+    above = result.at_least is None or result.at_least > result.min_recovery
+    if failing is not None and failing < policy.alpha and below:
         at_most = f", at most {_percent(result.at_most)}" if result.at_most is not None else ""
         why = (
             f"recovery {shown}{at_most} < {least} of the baseline's accuracy "
@@ -197,7 +201,7 @@ def _decided(result: RecoveryResult, policy: Policy) -> RecoveryResult:
     if policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM:
         why = f"recovery {shown}: not shown below {least}"
         return replace(result, verdict=Verdict.PASS, reason=why)
-    if met is not None and met < policy.alpha:
+    if met is not None and met < policy.alpha and above:
         why = f"recovery {shown}, at least {_percent(result.at_least)}: above {least}"
         return replace(result, verdict=Verdict.PASS, reason=why)
     reach = f", may be as low as {_percent(result.at_least)}" if result.at_least is not None else ""

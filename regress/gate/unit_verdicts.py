@@ -78,11 +78,13 @@ def verdict_of(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
     rule_p = _adjusted(unit.pvalue, unit.adjusted_pvalue)
     change_p = _adjusted(unit.change_pvalue, unit.change_adjusted_pvalue)
     regressed = bool(regression(unit.rule, policy.alpha, rule_p, drop, unit.threshold))
+    if regressed and _bound_short_of(unit, beyond=True):
+        regressed = False  # the envelope of the margins shown (see _bound_short_of)
     if regressed:
         return Verdict.REGRESSION, _regression_reason(unit, drop, rule_p, policy.alpha)
     if policy.pass_requires is PassRequires.EVIDENCE:
         pass_p = _adjusted(or_one(unit.pass_pvalue), unit.pass_adjusted_pvalue)
-        if pass_p < policy.alpha:
+        if pass_p < policy.alpha and not _bound_short_of(unit, beyond=False):
             return Verdict.PASS, _shown_within(unit)
         return Verdict.INCONCLUSIVE, _not_shown(unit)
     if inconclusive(regressed, policy.alpha, change_p, upper, unit.threshold):
@@ -92,6 +94,25 @@ def verdict_of(unit: UnitResult, policy: Policy) -> tuple[Verdict, str]:
             f"> {_limit(unit)}"
         )
     return Verdict.PASS, _pass_reason(unit, drop, change_p, policy.alpha)
+
+
+def _bound_short_of(unit: UnitResult, beyond: bool) -> bool:
+    """Whether the unit's one-sided bound fails to clear its threshold though the test's p
+    did: the exact margin test's p is not monotone in the margin, so it can reject a margin
+    that lies past a margin it keeps. The bound is the edge of the margins every one of which
+    is rejected (regress.stats.margin.drop_bound), and a verdict asks that too: it rejects a
+    subset of what the test rejects, so it keeps the test's size, and it always agrees with
+    the bound shown beside it."""
+    bounds = unit.bounds
+    if bounds is None:
+        return False
+    if beyond:
+        return (
+            unit.rule is Rule.MARGIN
+            and bounds.at_least is not None
+            and (bounds.at_least <= unit.threshold)
+        )
+    return bounds.at_most >= unit.threshold
 
 
 def _confidence(level: float, gated: bool) -> str:

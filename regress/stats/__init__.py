@@ -45,7 +45,9 @@ from regress.stats.margin import (
     TIE,
     Side,
     drop_bound,
+    envelope_rejects,
     margin_pvalue,
+    reach,
     rejection_edges,
 )
 from regress.stats.operating import (
@@ -215,6 +217,7 @@ __all__ = [
     "creep_verdicts",
     "cut",
     "drop_bound",
+    "envelope_rejects",
     "family_false_alarms",
     "family_levels",
     "holm_rows",
@@ -231,6 +234,7 @@ __all__ = [
     "pvalues",
     "recovery_point",
     "regression",
+    "reach",
     "rejection_edges",
     "sequential_oc",
     "shift_mde",

@@ -15,13 +15,15 @@ The asymptotic score test exceeds alpha when few answers flip (n = 100 at 4-5% d
 P(REGRESSION) 0.07 at the margin); this one holds alpha for every n and discordance.
 
 A p-value and its confidence bound come from the same function. The p-value is not monotone
-in the margin, though (the outcomes' order moves with it), so a bisected bound can sit just
-on the other side of a margin from that margin's verdict (docs/gate.md, issue 50: n = 300,
-b = 31, c = 14 rejects a 2-point margin at 0.05 with a bound of 1.981).
+in the margin, though (the outcomes' order moves with it): n = 300, b = 31, c = 14 rejects a
+2-point margin at 0.05 but keeps one at 1.981 (issue 50). So a bound is the edge of the
+monotone envelope of the margins rejected (`drop_bound`), and the gate decides by it
+(`envelope_rejects`): bound and verdict always agree.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from enum import StrEnum
@@ -63,41 +65,184 @@ def margin_pvalue(b: int, c: int, n: int, margin: float, side: Side = Side.BEYON
     _check(b, c, n)
     if n == 0:
         return 1.0
-    side = Side(side)
+    return _pvalue_at(b, c, n, margin, Side(side))[0]
+
+
+def _pvalue_at(b: int, c: int, n: int, margin: float, side: Side) -> tuple[float, float]:
+    """The exact p-value and the discordance whose tail it is."""
     observed = float(_statistic(np.asarray(float(b)), np.asarray(float(c)), n, margin, side))
-    tail = _largest_tail(observed, n, margin, side, _window(b + c, n))
-    return min(1.0, GAMMA + tail)
+    tail, theta = _largest_tail(observed, n, margin, side, _window(b + c, n))
+    return min(1.0, GAMMA + tail), theta
+
+
+def _pvalue_near(b: int, c: int, n: int, margin: float, thetas: np.ndarray) -> float:
+    """A lower bound of the BEYOND p-value: the tail's largest value over a few discordances
+    near where it peaked at a neighbouring margin, instead of over its whole window."""
+    window = _window(b + c, n)
+    lowest = max(abs(margin), window[0], 1e-12)
+    highest = min(1.0, max(lowest, window[1]))
+    m = _likely_m(n, lowest, highest)
+    edges = _edges(_observed(b, c, n, margin), n, margin, Side.BEYOND, m)
+    log_choose = special.gammaln(n + 1) - special.gammaln(m + 1) - special.gammaln(n - m + 1)
+    theta = np.clip(thetas, lowest, highest)
+    tails = _tails(edges, m, n, margin, Side.BEYOND, theta, log_choose)
+    return min(1.0, GAMMA + float(np.max(tails)))
 
 
 def drop_bound(b: int, c: int, n: int, level: float, side: Side) -> float:
-    """The one-sided 1 - level confidence bound of the drop that inverts `margin_pvalue`.
+    """The one-sided 1 - level confidence bound of the drop: the edge of the monotone envelope
+    of the margins `margin_pvalue` rejects at `level`.
 
-    BEYOND gives a lower bound: every margin below it is rejected at `level`, so "the drop is
-    at least this". WITHIN gives an upper bound: "the drop is at most this". A margin test at
-    `level` rejects when the margin lies beyond the bound (up to BOUND_TOLERANCE), except
-    where the p-value is not monotone in the margin (module docstring).
+    BEYOND gives a lower bound, the infimum of the margins the test does not reject: every
+    margin below it is rejected, so "the drop is at least this". WITHIN gives an upper bound,
+    the supremum of the margins it does not reject: "the drop is at most this". The exact p
+    is not monotone in the margin (module docstring), so a margin just beyond a bisected
+    crossing can be rejected while one nearer is not; the envelope test, which rejects a
+    margin only when it rejects every margin beyond it, is what the gate decides by
+    (`envelope_rejects`), so a verdict and its bound always agree.
     """
     _check(b, c, n)
     side = Side(side)
-    beyond = side is Side.BEYOND
     if n == 0:
-        return -1.0 if beyond else 1.0
+        return -1.0 if side is Side.BEYOND else 1.0
+    # WITHIN for (b, c) at a drop δ is BEYOND for (c, b) at -δ: the score test is symmetric.
+    if side is Side.WITHIN:
+        return -_lower_bound(c, b, n, level)
+    return _lower_bound(b, c, n, level)
 
-    def rejected(margin: float) -> bool:
-        return margin_pvalue(b, c, n, margin, side) < level
 
-    # BEYOND rejects the margins below the bound, WITHIN those above it.
-    outer = -1.0 if beyond else 1.0
-    if not rejected(outer):
-        return outer
-    inside, outside = -outer, outer  # not rejected / rejected
-    while abs(inside - outside) > BOUND_TOLERANCE:
-        middle = (inside + outside) / 2
-        if rejected(middle):
-            outside = middle
+def envelope_rejects(b: int, c: int, n: int, margin: float, level: float, side: Side) -> bool:
+    """Whether the envelope test at `level` shows the drop beyond (BEYOND) or within (WITHIN)
+    `margin`: the margin lies strictly beyond `drop_bound`. It rejects only where the exact
+    test rejects too, so it holds the exact test's size."""
+    bound = drop_bound(b, c, n, level, side)
+    return margin < bound if Side(side) is Side.BEYOND else margin > bound
+
+
+def _lower_bound(b: int, c: int, n: int, level: float) -> float:
+    """BEYOND's bound: bisect for a crossing of the level, then look below it for margins
+    the test keeps (the envelope's edge is the lowest)."""
+    if margin_pvalue(b, c, n, -1.0, Side.BEYOND) >= level:
+        return -1.0
+    kept, crossing, theta = _bracket(b, c, n, level)  # not rejected / rejected, discordance
+    while abs(kept - crossing) > BOUND_TOLERANCE:
+        middle = (kept + crossing) / 2
+        p, at = _pvalue_at(b, c, n, middle, Side.BEYOND)
+        if p < level:
+            crossing, theta = middle, at
         else:
-            inside = middle
-    return outside
+            kept = middle
+    return _lowest_kept(b, c, n, level, crossing, theta)
+
+
+def _bracket(b: int, c: int, n: int, level: float) -> tuple[float, float, float]:
+    """A kept and a rejected margin around the exact test's crossing of `level`, and the
+    rejected one's discordance: from the asymptotic score bound, which lies close to it,
+    widened until the exact test confirms both ends (at worst [-1, 1])."""
+    grid = np.linspace(-1.0, 1.0, 4001)
+    statistic = _statistic(
+        np.full(grid.size, float(b)), np.full(grid.size, float(c)), n, grid, Side.BEYOND
+    )
+    rejecting = np.flatnonzero(statistic > sps.norm.isf(level))
+    guess = float(grid[rejecting[-1]]) if rejecting.size else -1.0
+    width = reach(n)
+    while True:
+        low, high = max(-1.0, guess - width), min(1.0, guess + width)
+        p_low, theta = _pvalue_at(b, c, n, low, Side.BEYOND)
+        if (low == -1.0 or p_low < level) and (
+            high == 1.0 or margin_pvalue(b, c, n, high, Side.BEYOND) >= level
+        ):
+            return 1.0 if high == 1.0 else high, low, theta
+        width *= 4
+
+
+def reach(n: int) -> float:
+    """How far below a crossing of the level the exact p can come back above it: its dips
+    span up to 0.25 points at n = 100 and 0.13 at n = 300 (issue 50); this is twice that."""
+    return min(2.0, 0.05 / math.sqrt(n))
+
+
+def _lowest_kept(b: int, c: int, n: int, level: float, crossing: float, theta: float) -> float:
+    """The lowest margin in [crossing - reach, crossing] the BEYOND test does not reject at
+    `level` (`crossing` itself, rejected, when there is none): the envelope's edge.
+
+    The p-value is continuous and rising in the margin between the margins where the
+    outcomes' order changes (breakpoints) and jumps only there, so a kept margin below the
+    crossing means a piece whose value just before its breakpoint reaches the level; the
+    first such piece holds the edge, bisected inside it. Only breakpoints need the exact p.
+    """
+    low = max(-1.0, crossing - reach(n))
+    start = low
+    for before, after in _breakpoints(b, c, n, low, crossing, theta):
+        if before > start and margin_pvalue(b, c, n, before, Side.BEYOND) >= level:
+            # The piece (start, before] rises through the level: bisect it, rejected below.
+            if margin_pvalue(b, c, n, start, Side.BEYOND) >= level:
+                return start
+            rejected_at, kept_at = start, before
+            while kept_at - rejected_at > BOUND_TOLERANCE:
+                middle = (rejected_at + kept_at) / 2
+                if margin_pvalue(b, c, n, middle, Side.BEYOND) < level:
+                    rejected_at = middle
+                else:
+                    kept_at = middle
+            return rejected_at
+        start = after
+    return crossing
+
+
+BREAK_TOLERANCE = 1e-8
+"""Breakpoints are bracketed this tightly: a piece narrower than it holds no bound that a
+0.001-point tolerance could tell from its neighbour's."""
+BREAK_PROBES = 4
+"""Points in the window at which each outcome's order against the observed one is read:
+a breakpoint is bisected wherever it changes between two of them."""
+SMALLEST_JUMP = 1e-7
+"""Outcomes rarer than this (at the crossing's discordance) are left out: the p-value rises
+about 4 per unit of margin near a crossing, so the jump they make there moves a bound by
+far less than BOUND_TOLERANCE."""
+
+
+def _breakpoints(
+    b: int, c: int, n: int, low: float, high: float, theta: float
+) -> list[tuple[float, float]]:
+    """Margins just before and just after each point in [low, high] where an outcome near an
+    edge of the BEYOND test's region crosses the observed outcome's statistic (the region,
+    and the p, jump there), in order."""
+    ms = _likely_m(n, *_window(b + c, n))
+    edges = [_edges(_observed(b, c, n, x), n, x, Side.BEYOND, ms) for x in (low, high)]
+    first = np.maximum(np.minimum(*edges) - 2, 0)
+    span = int(np.max(np.maximum(*edges) - first)) + 3
+    cand_b = (first[:, None] + np.arange(span)[None, :]).ravel()
+    cand_m = np.repeat(ms, span)
+    share = min(1.0, (theta + high) / (2 * theta))
+    mass = sps.binom.pmf(cand_m, n, theta) * sps.binom.pmf(cand_b, cand_m, share)
+    keep = (cand_b <= cand_m) & (mass > SMALLEST_JUMP)
+    cand_b, cand_m = cand_b[keep].astype(float), cand_m[keep].astype(float)
+
+    def above(margin: np.ndarray, b_: np.ndarray, m_: np.ndarray) -> np.ndarray:
+        """Whether each candidate is at least as extreme as the observed outcome."""
+        observed = _statistic(np.asarray(float(b)), np.asarray(float(c)), n, margin, Side.BEYOND)
+        threshold = observed - TIE * np.maximum(1.0, np.abs(observed))
+        return np.asarray(_statistic(b_, m_ - b_, n, margin, Side.BEYOND) >= threshold)
+
+    found: list[tuple[float, float]] = []
+    for left, right in itertools.pairwise(np.linspace(low, high, BREAK_PROBES + 1)):
+        at_left = above(np.full(cand_b.size, left), cand_b, cand_m)
+        changes = at_left != above(np.full(cand_b.size, right), cand_b, cand_m)
+        if not changes.any():
+            continue
+        b_, m_, at_lo = cand_b[changes], cand_m[changes], at_left[changes]
+        lo, hi = np.full(b_.size, left), np.full(b_.size, right)
+        while np.max(hi - lo) > BREAK_TOLERANCE:
+            middle = (lo + hi) / 2
+            same = above(middle, b_, m_) == at_lo
+            lo, hi = np.where(same, middle, lo), np.where(same, hi, middle)
+        found += zip(lo.tolist(), hi.tolist(), strict=True)
+    return sorted(set(found))
+
+
+def _observed(b: int, c: int, n: int, margin: float) -> float:
+    return float(_statistic(np.asarray(float(b)), np.asarray(float(c)), n, margin, Side.BEYOND))
 
 
 def rejection_edges(
@@ -172,7 +317,9 @@ def _likely_m(n: int, low: float, high: float) -> np.ndarray:
     return np.arange(first, last + 1)
 
 
-def _statistic(b: np.ndarray, c: np.ndarray, n: int, margin: float, side: Side) -> np.ndarray:
+def _statistic(
+    b: np.ndarray, c: np.ndarray, n: int, margin: float | np.ndarray, side: Side
+) -> np.ndarray:
     """Larger is more extreme for `side`: minus Tango's score at Δ = -margin for BEYOND."""
     score = tango_score(-margin, b, c, n)
     return -score if side is Side.BEYOND else score
@@ -230,10 +377,11 @@ def _tails(
 
 def _largest_tail(
     observed: float, n: int, margin: float, side: Side, window: tuple[float, float]
-) -> float:
-    """sup over the boundary's discordances inside `window` of P(statistic >= observed)."""
+) -> tuple[float, float]:
+    """sup over the boundary's discordances inside `window` of P(statistic >= observed), and
+    the discordance that reaches it."""
     if observed == -math.inf:
-        return 1.0
+        return 1.0, max(abs(margin), window[0])
     # The boundary drop = margin needs at least |margin| of the examples to flip.
     lowest = max(abs(margin), window[0], 1e-12)
     highest = min(1.0, max(lowest, window[1]))
@@ -245,7 +393,7 @@ def _largest_tail(
         return _tails(edges, m, n, margin, side, theta, log_choose)
 
     if lowest >= highest:
-        return float(tail_at(np.array([lowest]))[0])
+        return float(tail_at(np.array([lowest]))[0]), lowest
     grid = np.linspace(lowest, highest, GRID)
     tails = tail_at(grid)
     best = int(np.argmax(tails))
@@ -256,4 +404,6 @@ def _largest_tail(
         method="bounded",
         options={"xatol": 1e-7},
     )
-    return float(max(tails[best], -refined.fun))
+    if tails[best] >= -refined.fun:
+        return float(tails[best]), float(grid[best])
+    return float(-refined.fun), float(refined.x)
