@@ -155,3 +155,30 @@ def test_a_generation_task_is_read_with_its_first_filter(tmp_path: Path) -> None
     again["arguments"]["gen_args_0"]["arg_0"] += " (edited)"
     other = lm_eval_folder(tmp_path / "b", [again], ["strict-match"])
     assert read_samples(other, "y").records["gsm8k"][0].prompt_hash != record.prompt_hash
+
+
+def test_export_names_each_task_s_shots_when_they_differ(main: Run, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from regress.cli import cli
+
+    first, *_ = main.manifest.tasks
+    tasks = {**main.manifest.tasks, first: replace(main.manifest.tasks[first], num_fewshot=5)}
+    Store(tmp_path).save(replace(main, manifest=replace(main.manifest, tasks=tasks)))
+    out = tmp_path / "samples.json"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "baseline",
+            "export-samples",
+            main.manifest.name,
+            "-o",
+            str(out),
+            "--store",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text()) == lm_eval_selection(main)
+    assert f"different shots ({first} 5, " in result.stderr
+    assert "without --num_fewshot when those are the tasks' own defaults" in result.stderr

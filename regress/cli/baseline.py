@@ -385,8 +385,10 @@ def export_samples(name: str, output: Path, store: Path) -> None:
             "--log_samples --output_path OUT (no --limit)"
         )
     else:
+        each = ", ".join(f"{t} {info.num_fewshot}" for t, info in run.manifest.tasks.items())
+        # One lm-eval run gives each task its own YAML's default shots; --num_fewshot one.
         click.echo(
-            f"warning: the tasks ran with different shots ({shots}): run lm-eval once per "
-            "shot count, each with its tasks",
+            f"warning: the tasks ran with different shots ({each}): run lm-eval without "
+            "--num_fewshot when those are the tasks' own defaults, else once per shot count",
             err=True,
         )
