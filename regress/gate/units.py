@@ -245,13 +245,16 @@ def _outcome_stats(
     """Δ, its interval, the p-values, the MDE and the plans of an accuracy or score unit, and
     the test of its drop against any margin.
 
-    `k` is the number of gated units the MDE and the plans share alpha with (Bonferroni).
+    `k` is the number of gated units the MDE and the n to detect a drop share alpha with
+    (Bonferroni); the n to PASS does not, as each unit's PASS test runs at the full alpha.
     `bounded` tests the scores by betting (p_gold) instead of the bootstrap-t; its plans stay
     the normal approximation's, which the betting test needs somewhat more examples to meet.
     """
     n, (b, c) = len(ours), flipped
     threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
     alpha, plan_drop = policy.alpha / k, PLAN_FACTOR * threshold
+    # The PASS test is part of an intersection-union test, at the full alpha (gate/family.py).
+    pass_alpha = policy.alpha
     if not n:
         return _Tests(None, None, 1.0, 1.0, None, None, None, None, None), None
     test: DropTest
@@ -262,7 +265,7 @@ def _outcome_stats(
         delta, ci = (c - b) / n, paired_diff_ci(b, c, n, CI_ALPHA)
         mde = accuracy_mde(n, discordance, threshold, rule, alpha, policy.power)
         needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
-        to_pass = pass_n(discordance, threshold, alpha, policy.power)
+        to_pass = pass_n(discordance, threshold, pass_alpha, policy.power)
     elif bounded:
         test = BoundedDrop(ours - theirs)
         delta = float(np.mean(theirs - ours))
@@ -272,7 +275,7 @@ def _outcome_stats(
         mde = shift_mde(se, threshold, rule, alpha, policy.power)
         sd = se * math.sqrt(n)
         needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
-        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, alpha, policy.power)
+        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, pass_alpha, policy.power)
     else:
         mean = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
         change_p, delta, ci = mean.pvalue, mean.delta, mean.ci
@@ -281,7 +284,7 @@ def _outcome_stats(
         mde = shift_mde(mean.se, threshold, rule, alpha, policy.power)
         sd = mean.se * math.sqrt(n)
         needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
-        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, alpha, policy.power)
+        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, pass_alpha, policy.power)
     margin_p = test.pvalue(threshold, Side.BEYOND)
     return _Tests(
         delta=delta,
