@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from regress.backends.base import Backend, Progress
+from regress.backends.models import ModelFile
 from regress.core.errors import BadInput, pip_install
 from regress.core.fingerprint import OPENMP_WAIT_VARIABLES
 from regress.core.hashes import is_sha256
@@ -51,8 +52,12 @@ def default_openmp_waiting() -> None:
 default_openmp_waiting()
 
 
-def load_backend(name: str, model: str, model_args: dict[str, Any] | None = None) -> Backend:
-    """Build backend `name` for `model` (a path or packaged short name) with `model_args`."""
+def load_backend(
+    name: str, model: str | ModelFile, model_args: dict[str, Any] | None = None
+) -> Backend:
+    """Build backend `name` for `model` with `model_args`: a reference (a path, a packaged
+    short name, a served model's name) or, for the in-process backends, a model already
+    resolved, which they then use as it is."""
     if name not in _FACTORIES:
         raise BadInput(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}")
     module_name, attr = _FACTORIES[name].split(":")

@@ -47,7 +47,7 @@ from regress.backends.chat import chat_template as resolve_template
 from regress.backends.chat import missing, prompt_tokens
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
 from regress.backends.gguf_header import check_gguf
-from regress.backends.models import cache_root, file_sha256, resolve_model_path
+from regress.backends.models import ModelFile, cache_root, file_sha256, resolve_model
 from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import HardwarePath, RuntimeFingerprint, openmp_waiting, this_cpu
 from regress.core.requests import (
@@ -82,7 +82,7 @@ class HFBackend:
 
     def __init__(
         self,
-        model: str,
+        model: str | ModelFile,
         *,
         dtype: str = "float32",
         batch_size: int | str = 1,
@@ -94,7 +94,7 @@ class HFBackend:
         prefix_cache: bool = False,
         chat_template: str | None = None,
     ) -> None:
-        """Load `model` (HF folder, .gguf file or packaged short name).
+        """Load `model` (HF folder, .gguf file or packaged short name, or one resolved).
 
         `add_bos_token=None` follows lm-eval 0.4.13: BOS exactly when the tokenizer adds it by
         default (Gemma, Llama 3), never for GPT-2 style tokenizers (SmolLM2).
@@ -120,7 +120,8 @@ class HFBackend:
         self.prefix_cache = prefix_cache
         self._prefix_memo: tuple[tuple[int, ...], Any] | None = None
         """The last shared prefix run and its key/value cache (batches come grouped by prefix)."""
-        folder = _model_folder(resolve_model_path(model))
+        file = model if isinstance(model, ModelFile) else resolve_model(model)
+        folder = _model_folder(file.path)
         self.tokenizer, self.model = _load(folder, _DTYPES[dtype], trust_remote_code)
         self.model.to(self._device).eval()
         self.max_length = max_length or min(_model_positions(self.model.config), _MAX_LENGTH_CAP)

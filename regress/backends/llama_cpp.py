@@ -36,8 +36,7 @@ from regress.backends.base import Progress, setting
 from regress.backends.chat import chat_template as resolve_template
 from regress.backends.chat import missing, prompt_tokens
 from regress.backends.encoding import Window, encode_pair, fit_window, rolling_windows
-from regress.backends.gguf_header import check_gguf
-from regress.backends.models import model_info, resolve_model_path
+from regress.backends.models import ModelFile, resolve_model
 from regress.core.errors import BadInput, RunFailed
 from regress.core.fingerprint import (
     HardwarePath,
@@ -72,7 +71,7 @@ class LlamaCppBackend:
 
     def __init__(
         self,
-        model: str,
+        model: str | ModelFile,
         n_ctx: int = 2048,
         threads: int | None = None,
         n_batch: int = 512,
@@ -86,11 +85,11 @@ class LlamaCppBackend:
         setting("n_batch", n_batch, int, 1)
         if threads is not None:
             setting("threads", threads, int, 1)
-        path = resolve_model_path(model)
+        file = model if isinstance(model, ModelFile) else resolve_model(model)
+        path = file.path
         if path.is_dir():
             raise BadInput(f"{path} is a folder; the llama_cpp backend needs a .gguf file")
-        check_gguf(path)
-        train_ctx = model_info(str(path)).context_length
+        train_ctx = file.context_length
         if train_ctx and n_ctx > train_ctx:
             raise BadInput(f"n_ctx {n_ctx} exceeds {path.name}'s training context of {train_ctx}")
         self._path: Path = path

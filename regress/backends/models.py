@@ -16,10 +16,10 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
-from regress.backends.gguf_header import check_gguf, read_header
+from regress.backends.gguf_header import GGUFHeader, read_header
 from regress.core.errors import BadInput, pip_install
 from regress.core.manifest import ModelInfo
 
@@ -193,18 +193,50 @@ def cache_root() -> Path:
     return Path(os.environ.get("REGRESS_CACHE_DIR", Path.home() / ".cache" / "regress"))
 
 
+@dataclass(frozen=True)
+class ModelFile:
+    """A model reference resolved once: what was asked for, the file or folder it names, and
+    (read on first use, then kept) its GGUF header and the registry facts with its sha256.
+    Made where a run starts and handed to the backend, so neither resolves nor parses again."""
+
+    ref: str
+    """The reference as given (a packaged name, a Hub file, a path)."""
+    path: Path
+
+    @cached_property
+    def header(self) -> GGUFHeader | None:
+        """The GGUF header (None for a model folder); BadInput if the file is no GGUF."""
+        return None if self.path.is_dir() else read_header(self.path)
+
+    @property
+    def context_length(self) -> int | None:
+        """The training context the GGUF header states (None when it states none)."""
+        if self.header is None:
+            return None
+        arch = self.header.metadata.get("general.architecture", "")
+        value = self.header.metadata.get(f"{arch}.context_length")
+        return value if isinstance(value, int) else None
+
+    @cached_property
+    def info(self) -> ModelInfo:
+        """Registry entry: header facts plus the sha256, under the reference a run records."""
+        ref = pinned_ref(self.ref, self.path)
+        if self.header is None:
+            return _folder_info(ref, self.path)
+        return _gguf_info(ref, self.path, self.header, file_sha256(self.path))
+
+
+def resolve_model(ref: str) -> ModelFile:
+    """The model `ref` names (a packaged short name, a Hub file or a path), resolved once."""
+    return ModelFile(ref, resolve_model_path(ref))
+
+
 def model_info(ref: str) -> ModelInfo:
     """Registry entry for a model: header facts from the GGUF plus the file's sha256."""
-    path = resolve_model_path(ref)
-    ref = pinned_ref(ref, path)
-    if path.is_dir():
-        return _folder_info(ref, path)
-    check_gguf(path)
-    return _gguf_info(ref, path, file_sha256(path))
+    return resolve_model(ref).info
 
 
-def _gguf_info(ref: str, path: Path, sha: str) -> ModelInfo:
-    header = read_header(path)
+def _gguf_info(ref: str, path: Path, header: GGUFHeader, sha: str) -> ModelInfo:
     arch = str(header.metadata.get("general.architecture", ""))
     file_type = header.metadata.get("general.file_type")
     quant = ""

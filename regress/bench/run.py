@@ -15,7 +15,7 @@ import psutil
 
 from regress import __version__
 from regress.backends import load_backend
-from regress.backends.models import model_info
+from regress.backends.models import resolve_model
 from regress.bench.latency import LatencyResult, latency_bench
 from regress.bench.micro import micro_bench
 from regress.bench.ollama import EngineFigures, ollama_fingerprint, run_ollama
@@ -148,13 +148,14 @@ Progress = Callable[[str], None]
 
 def bench_model(ref: str, options: BenchOptions, progress: Progress) -> ModelBench:
     """Load one model and run every test on it, sampling resources throughout."""
-    info = model_info(ref)
+    model = resolve_model(ref)
+    info = model.info
     rng = np.random.default_rng(options.seed)
     with ResourceSampler(options.sample_interval_s) as sampler:
         sampler.mark("load")
         progress(f"{ref}: load")
         start = time.perf_counter()
-        backend: Any = load_backend(options.backend, ref, dict(options.model_args))
+        backend: Any = load_backend(options.backend, model, dict(options.model_args))
         load_s = time.perf_counter() - start
         try:
             micro = []

@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from regress.backends import load_backend
-from regress.backends.models import model_info
+from regress.backends.models import resolve_model
 from regress.bench.latency import time_request
 from regress.bench.prompts import BUILTIN_PROMPTS
 from regress.bench.run import TIMED_BACKENDS
@@ -144,13 +144,11 @@ def run_speed_gate(
     options: SpeedGateOptions, progress: Callable[[str], None] = lambda _: None
 ) -> SpeedGateResult:
     """Load both sides, time them interleaved (A B A B per prompt and round), decide."""
+    models = {"A": resolve_model(options.baseline), "B": resolve_model(options.candidate)}
     sides: dict[str, Any] = {}
     try:
-        for side, ref, args in (
-            ("A", options.baseline, options.baseline_args),
-            ("B", options.candidate, options.candidate_args),
-        ):
-            sides[side] = load_backend(options.backend, ref, dict(args))
+        for side, args in (("A", options.baseline_args), ("B", options.candidate_args)):
+            sides[side] = load_backend(options.backend, models[side], dict(args))
             for i in range(options.warmup):
                 prompt = options.prompts[i % len(options.prompts)]
                 for _ in sides[side].stream(prompt, options.output_len):
@@ -169,8 +167,8 @@ def run_speed_gate(
     ab, aa = _pairs(order)
     return SpeedGateResult(
         decision=decide(ab, aa, options.max_slowdown, options.alpha),
-        baseline=model_info(options.baseline),
-        candidate=model_info(options.candidate),
+        baseline=models["A"].info,
+        candidate=models["B"].info,
         baseline_fingerprint=prints["A"],
         candidate_fingerprint=prints["B"],
         order=tuple(order),

@@ -17,7 +17,7 @@ from typing import Any
 
 from regress import __version__
 from regress.backends import load_backend
-from regress.backends.models import model_info
+from regress.backends.models import ModelFile, resolve_model
 from regress.core.errors import BadInput
 from regress.core.fingerprint import result_params
 from regress.core.manifest import Manifest, ModelInfo, Run
@@ -199,9 +199,10 @@ def execute(
     complete, so the same call after a kill resumes where it stopped. Results of a server
     are cached only when `model_sha256` names the weights it serves.
     """
-    info = _model_info(plan.model, plan.backend, plan.model_args)
+    model = _resolve(plan.model, plan.backend)
+    info = _model_info(model, plan.model_args)
     start = time.perf_counter()
-    engine = load_backend(plan.backend, plan.model, dict(plan.model_args))
+    engine = load_backend(plan.backend, model, dict(plan.model_args))
     cache = None
     try:
         fingerprint = engine.fingerprint()
@@ -250,8 +251,14 @@ def execute(
     )
 
 
-def _model_info(model: str, backend: str, model_args: Mapping[str, Any]) -> ModelInfo:
-    if backend == "openai":
-        # A served model has no file here: only the user can say which weights it serves.
-        return ModelInfo(ref=model, sha256=str(model_args.get("model_sha256", "")))
-    return model_info(model)
+def _resolve(model: str, backend: str) -> str | ModelFile:
+    """The plan's model resolved once for the in-process backends; a served model's name as
+    it is (it has no file here)."""
+    return model if backend == "openai" else resolve_model(model)
+
+
+def _model_info(model: str | ModelFile, model_args: Mapping[str, Any]) -> ModelInfo:
+    if isinstance(model, ModelFile):
+        return model.info
+    # A served model has no file here: only the user can say which weights it serves.
+    return ModelInfo(ref=model, sha256=str(model_args.get("model_sha256", "")))
