@@ -8,11 +8,10 @@ single length.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from regress.core import safe_json
 from regress.core.errors import BadInput
+from regress.core.jsonl import json_object, split_lines
 
 _PASSAGE = (
     "The river rises in a ring of low hills where three springs meet in a marsh. For its "
@@ -59,20 +58,22 @@ def load_prompts(source: str) -> tuple[str, ...]:
         return BUILTIN_PROMPTS
     path = Path(source)
     try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise BadInput(f"--prompts {path}: cannot read a UTF-8 text file ({exc})") from exc
     if path.suffix == ".jsonl":
-        prompts = []
-        for number, line in enumerate(lines, 1):
-            try:
-                row = safe_json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"--prompts {path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-                raise BadInput(f'--prompts {path}:{number}: expected {{"prompt": "..."}}')
-            prompts.append(row["prompt"])
-        lines = prompts
+        lines = []
+        for line in split_lines(data, f"--prompts {path}"):
+            row = json_object(line)
+            if not isinstance(row.get("prompt"), str):
+                raise BadInput(f'{line.where}: expected {{"prompt": "..."}}')
+            lines.append(row["prompt"])
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"--prompts {path}: cannot read a UTF-8 text file ({exc})") from exc
+        lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise BadInput(f"--prompts {path}: no prompts in the file")
     return tuple(lines)

@@ -32,6 +32,7 @@ from regress.core import safe_json
 from regress.core.errors import BadInput, RunFailed
 from regress.core.files import umask
 from regress.core.git_versions import VERSION, earlier_version, extract
+from regress.core.jsonl import Tail, split_lines
 from regress.core.manifest import Manifest, Run
 from regress.core.records import Record
 
@@ -347,18 +348,12 @@ def _read_records(path: Path, task: str, expected: int, sha256: str | None) -> l
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror})") from exc
     records = []
-    for lineno, raw in enumerate(data.splitlines(keepends=True), 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadInput(f"{path}:{lineno}: not UTF-8 text (byte {exc.start})") from exc
-        if not line.endswith("\n"):
-            raise BadInput(f"{path}:{lineno}: truncated line (no newline at end)")
-        record = Record.from_json(line, where=f"{path}:{lineno}")
+    # Written whole and fsynced: a line without its newline is a file cut short, and a
+    # blank line is no record.
+    for line in split_lines(data, str(path), tail=Tail.REFUSE, blank=True):
+        record = Record.from_json(line.text, where=line.where)
         if record.task != task:
-            raise BadInput(
-                f"{path}:{lineno}: record of task {record.task[:100]!r}, expected {task!r}"
-            )
+            raise BadInput(f"{line.where}: record of task {record.task[:100]!r}, expected {task!r}")
         records.append(record)
     if len(records) != expected:
         raise BadInput(f"{path}: {len(records)} records, manifest says {expected}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from regress.core import safe_json
 from regress.core.errors import BadInput
+from regress.core.jsonl import Tail, is_torn, read_lines
 from regress.core.manifest import Run
 from regress.gate.results import Comparison, UnitKind
 from regress.stats import wilson_interval
@@ -163,7 +164,7 @@ def append_history(path: Path, entry: HistoryEntry) -> None:
                 if cut < 0 and size > TAIL:
                     # No line ends in the last TAIL bytes: not a killed append; keep it all.
                     raise BadInput(f"{path}: its end is no history line; repair it by hand")
-                if _is_json(tail[cut + 1 :]):
+                if not is_torn(tail[cut + 1 :]):
                     line = b"\n" + line  # a whole last line without its newline: end it
                 else:
                     os.ftruncate(fd, size - len(tail) + cut + 1)
@@ -177,29 +178,15 @@ def append_history(path: Path, entry: HistoryEntry) -> None:
 def read_history(path: Path) -> list[HistoryEntry]:
     """Every entry of a history file, oldest first; BadInput naming a malformed line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # A writer killed mid-line leaves a torn tail: skipped, and the next append removes it.
+        lines = read_lines(path, tail=Tail.SKIP_TORN)
     except FileNotFoundError:
         raise BadInput(
             f"{path}: no history file (`regress check --record-history` writes one)"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise BadInput(f"{path}: cannot read the history ({exc})") from exc
-    entries = []
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if not line.endswith("\n") and not _is_json(line.encode()):
-            break  # a writer killed mid-line: the next append removes it
-        if line.strip():
-            entries.append(_entry(line, f"{path}:{number}"))
-    return entries
-
-
-def _is_json(data: bytes) -> bool:
-    """Whether a line's bytes are one whole JSON value (a killed append's part never is)."""
-    try:
-        safe_json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return False
-    return True
+    return [_entry(line.text, line.where) for line in lines]
 
 
 _TEXT, _COUNT, _NUMBER, _PAIR = "a string", "a whole number", "a number", "a pair of numbers"

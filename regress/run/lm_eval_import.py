@@ -37,7 +37,7 @@ from typing import Any
 from regress import __version__
 from regress.backends import parse_model_args
 from regress.backends.models import model_info
-from regress.core import safe_json
+from regress.core import jsonl, safe_json
 from regress.core.errors import BadInput
 from regress.core.fingerprint import Cpu, HardwarePath, RuntimeFingerprint
 from regress.core.hashes import digest, task_hashes
@@ -334,7 +334,7 @@ def _read_generation_task(
     first filter (GSM8K's strict-match) is the one gated, the others' metrics are kept as
     `metric,filter`. Its prompt hash covers lm-eval's logged request (context and
     generation kwargs), so it pairs with lm-eval runs, not with regress's own."""
-    lines = [_parse_generation(text, where) for text, where in _lines(path)]
+    lines = [_parse_generation(line) for line in _lines(path)]
     filters = list(dict.fromkeys(line.filter for line in lines))
     named = [f.get("name") for f in config.get("filter_list") or [] if isinstance(f, dict)]
     primary = next((f for f in named if f in filters), filters[0])
@@ -365,17 +365,17 @@ def _read_generation_task(
     return _ordered(task, records, settings, _GENERATE)
 
 
-def _lines(path: Path) -> list[tuple[str, str]]:
-    """The file's non-empty lines, each with its file:line for error messages."""
-    with path.open(encoding="utf-8") as fh:
-        found = [(text, f"{path}:{n}") for n, text in enumerate(fh, 1) if text.strip()]
+def _lines(path: Path) -> list[jsonl.Line]:
+    """The file's non-blank lines (each names its file:line for error messages)."""
+    found = jsonl.read_lines(path)
     if not found:
         raise BadInput(f"{path}: no samples")
     return found
 
 
-def _parse_generation(text: str, where: str) -> _Generation:
-    line = _json_line(text, where)
+def _parse_generation(raw: jsonl.Line) -> _Generation:
+    where = raw.where
+    line = jsonl.json_object(raw)
     try:
         doc_id, doc, answers = line["doc_id"], line["doc"], line["filtered_resps"]
         if not isinstance(doc_id, int) or not isinstance(doc, dict):
@@ -423,19 +423,13 @@ def _settings(
 
 
 def _read_samples(path: Path) -> list[_Sample]:
-    return [_parse(text, where) for text, where in _lines(path)]
+    return [_parse(line) for line in _lines(path)]
 
 
-def _json_line(text: str, where: str) -> Any:
-    try:
-        return safe_json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{where}: not valid JSON ({exc.msg})") from exc
-
-
-def _parse(text: str, where: str) -> _Sample:
+def _parse(raw: jsonl.Line) -> _Sample:
     """One samples line, checked for the shape lm-eval writes for multiple choice."""
-    line = _json_line(text, where)
+    where = raw.where
+    line = jsonl.json_object(raw)
     try:
         doc_id, doc, arguments = line["doc_id"], line["doc"], line["arguments"]
         if not isinstance(doc_id, int) or not isinstance(doc, dict):

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from regress.core import safe_json
+from regress.core import jsonl, safe_json
 from regress.core.errors import BadInput, pip_install
 from regress.tasks.base import DataSource
 
@@ -51,19 +51,7 @@ def read_jsonl(path: Path) -> list[Doc]:
 
 def read_jsonl_numbered(path: Path) -> list[tuple[int, Doc]]:
     """Each non-blank line's number and JSON object, for messages that name the line."""
-    rows = []
-    # split("\n") as file iteration does: JSON strings may hold U+2028 and other line breaks.
-    for number, line in enumerate(read_text(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = safe_json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise BadInput(f"{path}:{number}: expected a JSON object")
-        rows.append((number, row))
-    return rows
+    return [(line.number, jsonl.json_object(line)) for line in jsonl.read_lines(path)]
 
 
 def read_json(path: Path) -> Any:
@@ -99,12 +87,7 @@ def read_lines(path: Path) -> list[str]:
 
 def read_text(path: Path) -> str:
     """A data file's text; a file that is not UTF-8 is a BadInput naming its line."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise BadInput(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from exc
+    return jsonl.decode(path.read_bytes(), str(path))
 
 
 def load_hf(path: str, name: str | None, split: str, task: str) -> list[Doc]:
