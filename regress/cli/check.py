@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from regress.cli.common import (
     data_source,
     exit_with,
     handles_errors,
+    option_group,
     parse_args,
     parse_shard,
     policy_option,
@@ -52,144 +53,216 @@ from regress.report.markdown import render_markdown
 from regress.stats import SequentialDesign
 
 
+@dataclass(frozen=True)
+class Sides:
+    """What is compared: a baseline (stored, or another harness's run) and a candidate (a
+    model to run, a stored run, or another harness's run)."""
+
+    baseline_name: str | None
+    baseline_samples: Path | None
+    model: str | None
+    candidate_run: Path | None
+    candidate_samples: Path | None
+    candidate_name: str | None
+    backend: str | None
+    model_args: str | None
+
+    def refuse_bad_combinations(self) -> None:
+        """UsageError unless exactly one baseline and one candidate are given, and samples
+        are gated against samples."""
+        if (self.baseline_name is None) == (self.baseline_samples is None):
+            raise click.UsageError("give exactly one of --baseline or --baseline-samples")
+        if self.baseline_samples is not None and self.candidate_samples is None:
+            raise click.UsageError("--baseline-samples gates --candidate-samples (no model is run)")
+        given = (self.model, self.candidate_run, self.candidate_samples)
+        if sum(x is not None for x in given) != 1:
+            raise click.UsageError(
+                "give exactly one of --model, --candidate-run or --candidate-samples"
+            )
+
+    def baseline(self, store: Store) -> Run:
+        """The baseline run, read from the store or from another harness's files."""
+        if self.baseline_samples is not None:
+            return read_samples(self.baseline_samples, "baseline")
+        return _stored_baseline(store, str(self.baseline_name))
+
+
+@dataclass(frozen=True)
+class Reports:
+    """Where the reports go besides stdout."""
+
+    report_md: Path | None
+    report_json: Path | None
+    judgements_path: Path | None
+
+
+@dataclass(frozen=True)
+class GateFlags:
+    """How the candidate is gated: pairing, rebaselining, the creep anchor, timings, the
+    history kept and the candidate's own noise."""
+
+    allow_mismatch: bool
+    allow_backend_change: bool
+    rebaseline: str
+    reference_model: str | None
+    sequential: bool
+    anchor: str | None
+    bench_file: Path | None
+    record_history: Path | None
+    repeat_check: int
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The user's tasks, where data and baselines are, how a run is split, kept and cached."""
+
+    include_path: tuple[Path, ...]
+    golden: tuple[Path, ...]
+    data_dir: Path | None
+    hf_datasets: bool
+    store: Path
+    shard: str | None
+    save_run: Path | None
+    no_cache: bool
+    cache_dir: Path | None
+
+
+sides_options = option_group(
+    "sides",
+    Sides,
+    click.option(
+        "--baseline", "-b", "baseline_name", default=None, help="Baseline name in --store."
+    ),
+    click.option(
+        "--baseline-samples",
+        type=click.Path(path_type=Path),
+        help="Instead of --baseline: another harness's run as the baseline (lm-eval's "
+        "--output_path written with --log_samples, or an Inspect .eval/.json log); with "
+        "--candidate-samples no model is loaded.",
+    ),
+    click.option("--model", "-m", help="Candidate: .gguf path, folder or packaged name."),
+    click.option(
+        "--candidate-run",
+        type=click.Path(path_type=Path),
+        help="Gate an already stored run (a merged shard run) instead of running --model.",
+    ),
+    click.option(
+        "--candidate-samples",
+        type=click.Path(path_type=Path),
+        help="Gate an lm-eval run (its --output_path, written with --log_samples) or an Inspect "
+        "log (.eval, .json) instead of running --model.",
+    ),
+    click.option(
+        "--name",
+        "candidate_name",
+        default=None,
+        help="The candidate's name in the reports (default: its model file's name, or the served "
+        "model's).",
+    ),
+    click.option(
+        "--backend",
+        type=click.Choice(BACKENDS),
+        default=None,
+        help="Default: the baseline's backend.",
+    ),
+    click.option(
+        "--model-args", default=None, help="k=v,... (default: the baseline's n_ctx etc.)."
+    ),
+)
+
+report_options = option_group(
+    "reports",
+    Reports,
+    click.option(
+        "--report-md", type=click.Path(path_type=Path), help="Write the Markdown report here."
+    ),
+    click.option(
+        "--report-json", type=click.Path(path_type=Path), help="Write the JSON report here."
+    ),
+    click.option(
+        "--judgements",
+        "judgements_path",
+        type=click.Path(path_type=Path),
+        help="Write the policy judge's verdicts here, one JSON line per judged example "
+        "(`regress judge sample` and `audit` read it).",
+    ),
+)
+
+gate_options = option_group(
+    "gate",
+    GateFlags,
+    click.option(
+        "--allow-mismatch",
+        is_flag=True,
+        help="Pair only identical documents when dataset/prompt hashes differ, instead of "
+        "refusing (exit 2).",
+    ),
+    click.option(
+        "--allow-backend-change",
+        is_flag=True,
+        help="Allow a candidate on another backend than the baseline (adds real noise).",
+    ),
+    click.option(
+        "--rebaseline",
+        type=click.Choice([r.value for r in Rebaseline]),
+        default=Rebaseline.AUTO.value,
+        show_default=True,
+        help="Rerun the baseline's pinned model on this machine: auto (when the CPU build's "
+        "kernels differ from the baseline's and the runtime version does not), always, never.",
+    ),
+    click.option(
+        "--reference-model",
+        default=None,
+        help="Where the baseline's pinned model file is now (default: the reference it recorded).",
+    ),
+    click.option(
+        "--sequential",
+        is_flag=True,
+        help="Run the candidate in looks and stop each unit once it decides (alpha spent over "
+        "the looks; the policy's `sequential:` sets them, default 25/50/100%).",
+    ),
+    click.option(
+        "--anchor",
+        default=None,
+        help="Creep guard: also gate against this baseline (a name in --store, a run folder, or "
+        "NAME~N: NAME as it was N promotions ago, from git) with the policy's max_cumulative_drop "
+        "(default 3 points); overrides the policy's anchor.",
+    ),
+    click.option(
+        "--bench",
+        "bench_file",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="A bench file (`regress bench -o FILE.json`) holding the candidate's model file: "
+        "the timings a `ttft_ms` decision gate tests.",
+    ),
+    click.option(
+        "--record-history",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Append this gate run to a history file (one JSON line; `regress history` draws it). "
+        "For the default branch's runs, not a PR's.",
+    ),
+    click.option(
+        "--repeat-check",
+        type=click.IntRange(0),
+        default=0,
+        help="Send N random examples to the candidate again and report its own A/A noise.",
+    ),
+)
+
+run_flags = option_group("where", RunFlags, task_options, data_options, store_option, run_options)
+
+
 @click.command()
-@click.option("--baseline", "-b", "baseline_name", default=None, help="Baseline name in --store.")
-@click.option(
-    "--baseline-samples",
-    type=click.Path(path_type=Path),
-    help="Instead of --baseline: another harness's run as the baseline (lm-eval's "
-    "--output_path written with --log_samples, or an Inspect .eval/.json log); with "
-    "--candidate-samples no model is loaded.",
-)
-@click.option("--model", "-m", help="Candidate: .gguf path, folder or packaged name.")
-@click.option(
-    "--candidate-run",
-    type=click.Path(path_type=Path),
-    help="Gate an already stored run (a merged shard run) instead of running --model.",
-)
-@click.option(
-    "--candidate-samples",
-    type=click.Path(path_type=Path),
-    help="Gate an lm-eval run (its --output_path, written with --log_samples) or an Inspect "
-    "log (.eval, .json) instead of running --model.",
-)
-@click.option(
-    "--name",
-    "candidate_name",
-    default=None,
-    help="The candidate's name in the reports (default: its model file's name, or the served "
-    "model's).",
-)
-@click.option(
-    "--backend", type=click.Choice(BACKENDS), default=None, help="Default: the baseline's backend."
-)
-@click.option("--model-args", default=None, help="k=v,... (default: the baseline's n_ctx etc.).")
-@policy_option("Policy YAML (alpha, correction, test, max_drop, ...). Default: built-in.")
-@click.option(
-    "--report-md", type=click.Path(path_type=Path), help="Write the Markdown report here."
-)
-@click.option("--report-json", type=click.Path(path_type=Path), help="Write the JSON report here.")
-@click.option(
-    "--judgements",
-    "judgements_path",
-    type=click.Path(path_type=Path),
-    help="Write the policy judge's verdicts here, one JSON line per judged example "
-    "(`regress judge sample` and `audit` read it).",
-)
-@click.option(
-    "--allow-mismatch",
-    is_flag=True,
-    help="Pair only identical documents when dataset/prompt hashes differ, instead of "
-    "refusing (exit 2).",
-)
-@click.option(
-    "--allow-backend-change",
-    is_flag=True,
-    help="Allow a candidate on another backend than the baseline (adds real noise).",
-)
-@click.option(
-    "--rebaseline",
-    type=click.Choice([r.value for r in Rebaseline]),
-    default=Rebaseline.AUTO.value,
-    show_default=True,
-    help="Rerun the baseline's pinned model on this machine: auto (when the CPU build's "
-    "kernels differ from the baseline's and the runtime version does not), always, never.",
-)
-@click.option(
-    "--reference-model",
-    default=None,
-    help="Where the baseline's pinned model file is now (default: the reference it recorded).",
-)
-@click.option(
-    "--sequential",
-    is_flag=True,
-    help="Run the candidate in looks and stop each unit once it decides (alpha spent over "
-    "the looks; the policy's `sequential:` sets them, default 25/50/100%).",
-)
-@click.option(
-    "--anchor",
-    default=None,
-    help="Creep guard: also gate against this baseline (a name in --store, a run folder, or "
-    "NAME~N: NAME as it was N promotions ago, from git) with the policy's max_cumulative_drop "
-    "(default 3 points); overrides the policy's anchor.",
-)
-@click.option(
-    "--bench",
-    "bench_file",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="A bench file (`regress bench -o FILE.json`) holding the candidate's model file: "
-    "the timings a `ttft_ms` decision gate tests.",
-)
-@click.option(
-    "--record-history",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Append this gate run to a history file (one JSON line; `regress history` draws it). "
-    "For the default branch's runs, not a PR's.",
-)
-@click.option(
-    "--repeat-check",
-    type=click.IntRange(0),
-    default=0,
-    help="Send N random examples to the candidate again and report its own A/A noise.",
-)
-@task_options
-@data_options
-@store_option
-@run_options
 @handles_errors
+@sides_options
+@policy_option("Policy YAML (alpha, correction, test, max_drop, ...). Default: built-in.")
+@report_options
+@gate_options
+@run_flags
 def check(
-    baseline_name: str | None,
-    baseline_samples: Path | None,
-    model: str | None,
-    candidate_run: Path | None,
-    candidate_samples: Path | None,
-    candidate_name: str | None,
-    backend: str | None,
-    model_args: str | None,
-    policy_path: Path | None,
-    report_md: Path | None,
-    report_json: Path | None,
-    judgements_path: Path | None,
-    allow_mismatch: bool,
-    allow_backend_change: bool,
-    rebaseline: str,
-    reference_model: str | None,
-    sequential: bool,
-    anchor: str | None,
-    bench_file: Path | None,
-    record_history: Path | None,
-    repeat_check: int,
-    include_path: tuple[Path, ...],
-    golden: tuple[Path, ...],
-    data_dir: Path | None,
-    hf_datasets: bool,
-    store: Path,
-    shard: str | None,
-    save_run: Path | None,
-    no_cache: bool,
-    cache_dir: Path | None,
+    sides: Sides, policy_path: Path | None, reports: Reports, gate: GateFlags, where: RunFlags
 ) -> None:
     """Gate a candidate MODEL against a stored baseline.
 
@@ -213,75 +286,73 @@ def check(
       regress check --baseline-samples base-out/ --candidate-samples cand-out/
       regress check --baseline-samples base.eval --candidate-samples cand.eval
     """
-    if (baseline_name is None) == (baseline_samples is None):
-        raise click.UsageError("give exactly one of --baseline or --baseline-samples")
-    if baseline_samples is not None and candidate_samples is None:
-        raise click.UsageError("--baseline-samples gates --candidate-samples (no model is run)")
-    if sum(x is not None for x in (model, candidate_run, candidate_samples)) != 1:
-        raise click.UsageError(
-            "give exactly one of --model, --candidate-run or --candidate-samples"
-        )
-    if shard and save_run is None:
+    sides.refuse_bad_combinations()
+    if where.shard and where.save_run is None:
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
-    if save_run:
-        check_replaceable(save_run)  # before the model runs, not after
-    if record_history is not None:
-        check_history_file(record_history)
-    if baseline_samples is not None:
-        base = read_samples(baseline_samples, "baseline")
+    if where.save_run:
+        check_replaceable(where.save_run)  # before the model runs, not after
+    if gate.record_history is not None:
+        check_history_file(gate.record_history)
+    base = sides.baseline(Store(where.store))
+    options = check_options(policy_path, gate, where, sides.candidate_name)
+    if sides.model is None:
+        checked = _check_files(base, sides.candidate_run, sides.candidate_samples, options)
     else:
-        base = _stored_baseline(Store(store), str(baseline_name))
-    policy = load_policy(policy_path)  # validated before the model runs
-    if sequential and policy.sequential is None:
+        candidate = CandidateModel(sides.model, sides.backend, parse_args(sides.model_args))
+        if where.shard and where.save_run is not None:  # --shard needs --save-run: see above
+            plan, _ = candidate_plan(base, candidate, options)
+            shard = replace(plan, shard=parse_shard(where.shard))
+            write_run(run_with_progress(f"check {sides.model}", shard).run, where.save_run)
+            click.echo(f"stored shard {where.shard} of the candidate run -> {where.save_run}")
+            return
+        checked = gate_check(base, candidate, options, progress_bar)
+        if where.save_run:
+            write_run(checked.candidate, where.save_run)
+    if reports.judgements_path is not None:
+        lines = (json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in checked.judgements)
+        write_report(reports.judgements_path, "".join(lines))
+    if gate.record_history is not None:
+        now = datetime.now(UTC)
+        entry = history_entry(checked.comparison, base, checked.candidate, current_commit(), now)
+        append_history(gate.record_history, entry)
+    emit(checked.comparison, reports.report_md, reports.report_json)
+    exit_with(checked.comparison.exit_code)
+
+
+def check_options(
+    policy_path: Path | None, gate: GateFlags, where: RunFlags, candidate_name: str | None
+) -> CheckOptions:
+    """The library's options for a check: the policy (with --sequential and --anchor over
+    its own), the anchor run and bench timings loaded, so a missing file is bad input
+    before any model runs."""
+    policy = load_policy(policy_path)
+    if gate.sequential and policy.sequential is None:
         policy = replace(policy, sequential=SequentialDesign())
-    if anchor is not None:
-        policy = replace(policy, anchor=anchor)
-    # Loaded before the model runs: a missing anchor is bad input, not a wasted run.
-    anchor_run = Store(store).find(policy.anchor) if policy.anchor is not None else None
+    if gate.anchor is not None:
+        policy = replace(policy, anchor=gate.anchor)
+    anchor_run = Store(where.store).find(policy.anchor) if policy.anchor is not None else None
     ttft_ms = None
-    if bench_file is not None:
+    if gate.bench_file is not None:
         from regress.report.sources import load_bench  # pandas, through the sweep views
 
         # The latest bench of each model file.
-        timed = sorted(load_bench(bench_file), key=lambda m: m.created)
+        timed = sorted(load_bench(gate.bench_file), key=lambda m: m.created)
         ttft_ms = {m.sha256: m.ttft_ms for m in timed if m.sha256}
-    options = CheckOptions(
+    return CheckOptions(
         policy=policy,
-        source=data_source(data_dir, hf_datasets),
-        cache_dir=cache_folder(no_cache, cache_dir),
-        rebaseline=Rebaseline(rebaseline),
-        reference_model=reference_model,
-        allow_mismatch=allow_mismatch,
-        allow_backend_change=allow_backend_change,
-        repeat_check=repeat_check,
+        source=data_source(where.data_dir, where.hf_datasets),
+        cache_dir=cache_folder(where.no_cache, where.cache_dir),
+        rebaseline=Rebaseline(gate.rebaseline),
+        reference_model=gate.reference_model,
+        allow_mismatch=gate.allow_mismatch,
+        allow_backend_change=gate.allow_backend_change,
+        repeat_check=gate.repeat_check,
         command=command_line(),
-        tasks=task_catalog(include_path, golden),
+        tasks=task_catalog(where.include_path, where.golden),
         candidate_name=candidate_name,
         anchor=anchor_run,
         ttft_ms=ttft_ms,
     )
-    if model is None:
-        checked = _check_files(base, candidate_run, candidate_samples, options)
-    else:
-        candidate = CandidateModel(model, backend, parse_args(model_args))
-        if shard and save_run is not None:  # --shard needs --save-run: refused above
-            plan, _ = candidate_plan(base, candidate, options)
-            outcome = run_with_progress(f"check {model}", replace(plan, shard=parse_shard(shard)))
-            write_run(outcome.run, save_run)
-            click.echo(f"stored shard {shard} of the candidate run -> {save_run}")
-            return
-        checked = gate_check(base, candidate, options, progress_bar)
-        if save_run:
-            write_run(checked.candidate, save_run)
-    result, ran = checked.comparison, checked.candidate
-    if judgements_path is not None:
-        lines = (json.dumps(j.to_dict(), ensure_ascii=False) + "\n" for j in checked.judgements)
-        write_report(judgements_path, "".join(lines))
-    if record_history is not None:
-        entry = history_entry(result, base, ran, current_commit(), datetime.now(UTC))
-        append_history(record_history, entry)
-    emit(result, report_md, report_json)
-    exit_with(result.exit_code)
 
 
 def _stored_baseline(store: Store, name: str) -> Run:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import inspect
 import itertools
 import os
 import shlex
@@ -320,6 +321,27 @@ def lm_eval_options(func: F) -> F:
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper  # type: ignore[return-value]
+
+
+def option_group(
+    name: str, build: Callable[..., Any], *options: Callable[[F], F]
+) -> Callable[[F], F]:
+    """Add `options` to a command and hand it one argument `name` in their place: `build`
+    (a dataclass, say) called with their values, its parameters named as the options are.
+    Put it below @handles_errors so `build`'s BadInput is one line too."""
+    wanted = tuple(inspect.signature(build).parameters)
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {key: kwargs.pop(key) for key in wanted}
+            return func(*args, **{name: build(**values)}, **kwargs)
+
+        for option in reversed(options):
+            wrapper = option(wrapper)
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def policy_option(help_text: str) -> Callable[[F], F]:
