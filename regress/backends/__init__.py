@@ -64,7 +64,8 @@ def load_backend(
     _check_settings(model_args or {})
     try:
         factory = getattr(importlib.import_module(module_name), attr)
-        return factory(model, **(model_args or {}))
+        backend: Backend = factory(model, **(model_args or {}))
+        return backend
     except ModuleNotFoundError as exc:
         raise BadInput(
             f"the {name} backend needs the {exc.name or 'missing'} package: "

@@ -80,7 +80,7 @@ class _Cursor:
 
     def take(self, code: str) -> int | float | bool:
         fmt = self.order + code
-        (value,) = struct.unpack_from(fmt, self.data, self.at)
+        value: int | float | bool = struct.unpack_from(fmt, self.data, self.at)[0]
         self.at += struct.calcsize(fmt)
         return value
 

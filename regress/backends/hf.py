@@ -138,7 +138,8 @@ class HFBackend:
     def prefix_token_id(self) -> int:
         """Token standing for an empty context (lm-eval: BOS when the vocab has one, else EOS)."""
         bos = self.tokenizer.bos_token_id
-        return bos if bos is not None else self.tokenizer.eos_token_id
+        token: int = bos if bos is not None else self.tokenizer.eos_token_id
+        return token
 
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
@@ -238,7 +239,8 @@ class HFBackend:
                 logits_to_keep=1,
             )
         self._bench_kv = out.cache
-        return out.logits[0, -1]
+        last: torch.Tensor = out.logits[0, -1]
+        return last
 
     def process_prompt(self, tokens: Sequence[int]) -> None:
         """llama-bench's prompt test: the tokens in one forward pass."""
@@ -307,7 +309,8 @@ class HFBackend:
         gc.collect()
 
     def _encode_plain(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False).input_ids
+        return ids
 
     def _encode(self, text: str) -> list[int]:
         ids = self._encode_plain(text)
@@ -451,7 +454,8 @@ class HFBackend:
         n = len(hidden)
         padding = -n % _HEAD_ROWS
         padded = torch.cat([hidden, hidden[-1:].expand(padding, -1)]) if padding else hidden
-        return self.model.get_output_embeddings()(padded)[:n]
+        logits: torch.Tensor = self.model.get_output_embeddings()(padded)[:n]
+        return logits
 
     def _head_reproduces_logits(self) -> bool:
         """Whether the body plus the head alone give the model's logits exactly, both on a
@@ -487,9 +491,10 @@ class HFBackend:
         template = self._chat.text
 
         def render(chat: list[dict[str, str]]) -> str:
-            return self.tokenizer.apply_chat_template(
+            text: str = self.tokenizer.apply_chat_template(
                 chat, chat_template=template, add_generation_prompt=True, tokenize=False
             )
+            return text
 
         try:
             # The template writes the special tokens (BOS too) itself; the messages' text
@@ -504,9 +509,10 @@ class HFBackend:
 
     def _tokenize_special(self, text: str, special: bool) -> list[int]:
         """`text` as tokens, added-token text as those tokens only when `special`."""
-        return self.tokenizer(text, add_special_tokens=False, split_special_tokens=not special)[
-            "input_ids"
-        ]
+        ids: list[int] = self.tokenizer(
+            text, add_special_tokens=False, split_special_tokens=not special
+        )["input_ids"]
+        return ids
 
     def _generate_one(self, request: GenerateRequest) -> GenerateResult:
         ids = self._prompt(request)

@@ -36,7 +36,7 @@ def deadline(seconds: float) -> Iterator[None]:
 
 def _left(timeout: float | None, error: type[Exception]) -> float | None:
     """The smaller of an operation's own timeout and the time left; `error` once none is."""
-    at = getattr(_local, "at", None)
+    at: float | None = getattr(_local, "at", None)
     if at is None:
         return timeout
     left = at - time.monotonic()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -392,7 +392,7 @@ class OpenAIBackend:
                 return FailedResult("error", f"{url} answered with something other than JSON")
             if method == "POST" and not (isinstance(answer, dict) and answer.get("choices")):
                 return FailedResult("error", f"{url} answered without choices: {answer!s:.200}")
-            return answer
+            return cast("dict[str, Any]", answer)  # a GET's answer: its caller reads it
         return failure
 
     def _request(self, method: str, url: str, body: dict[str, Any] | None) -> httpx.Response:

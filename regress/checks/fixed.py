@@ -31,6 +31,7 @@ from regress.checks.steps import (
 )
 from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
+from regress.core.judgements import Judged
 from regress.core.manifest import Run
 from regress.core.records import Record
 from regress.gate.choice_calibration import compare_calibration
@@ -47,7 +48,7 @@ from regress.gate.results import (
     HardwareCheck,
 )
 from regress.run.engine import prepare
-from regress.run.judge import Answers, Judged, judge_pairs
+from regress.run.judge import Answers, judge_pairs
 from regress.run.runner import baseline_specs
 from regress.tasks.base import Example
 from regress.tasks.catalog import TaskCatalog

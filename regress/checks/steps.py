@@ -31,6 +31,7 @@ from regress.backends import BACKENDS
 from regress.backends.models import pinned_file_problem, resolve_model_path
 from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
+from regress.core.judgements import Judged, Judgement
 from regress.core.manifest import Run
 from regress.core.requests import GenerateRequest, LoglikelihoodRequest
 from regress.gate.compare import compare
@@ -47,7 +48,6 @@ from regress.gate.results import (
     Repeatability,
 )
 from regress.run.engine import Prepared, TaskSpec, identity
-from regress.run.judge import Judged, Judgement
 from regress.run.runner import Outcome, RunPlan, execute, plan_rerun
 from regress.tasks.base import DataSource, Example
 from regress.tasks.catalog import BUILTIN, TaskCatalog, scoring_hash

@@ -68,7 +68,8 @@ def choice_probabilities(record: Record) -> np.ndarray | None:
         return None
     values = np.asarray(loglik, dtype=float)
     exp = np.exp(values - values.max())
-    return exp / exp.sum()
+    probabilities: np.ndarray = exp / exp.sum()
+    return probabilities
 
 
 def outcomes(records: Sequence[Record]) -> ChoiceOutcomes:
@@ -85,7 +86,8 @@ def outcomes(records: Sequence[Record]) -> ChoiceOutcomes:
 def _bin_index(confidence: np.ndarray, bins: int, binning: Binning) -> np.ndarray:
     """The bin of each example (0..bins-1)."""
     if binning == "width":
-        return np.minimum((confidence * bins).astype(int), bins - 1)
+        index: np.ndarray = np.minimum((confidence * bins).astype(int), bins - 1)
+        return index
     # Rank r goes where np.array_split would put it: the first n % bins bins hold one more.
     n = len(confidence)
     rank = np.empty(n, dtype=int)

@@ -203,4 +203,5 @@ def _chunks(total: int) -> list[int]:
 def _spreads(table: np.ndarray, picks: np.ndarray) -> np.ndarray:
     """The spread of each resample (rows of `picks` index the examples)."""
     means = table[picks].mean(axis=1)  # resamples x formats
-    return means.max(axis=1) - means.min(axis=1)
+    spread: np.ndarray = means.max(axis=1) - means.min(axis=1)
+    return spread

@@ -24,7 +24,7 @@ reason, never a silent PASS.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from scipy import stats
@@ -195,7 +195,7 @@ def settle(
     if result.value is None:
         return result
     ttft = result.metric == Metric.TTFT_MS
-    form = {
+    form: Callable[[float], str] = {
         Metric.TTFT_MS: lambda v: f"{v:,.0f} ms",
         Metric.QUALITY: lambda v: f"{v:.2f}",
     }.get(Metric(result.metric), lambda v: f"{v:.1%}")

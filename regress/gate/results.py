@@ -17,11 +17,11 @@ from regress.gate.failure_rates import FailureRate
 from regress.gate.format_spread import SpreadChange
 from regress.gate.golden_rules import GoldenResult
 from regress.gate.judged import JudgedSummary
-from regress.gate.outcomes import UnitKind
+from regress.gate.outcomes import UnitKind as UnitKind  # re-exported: a unit's kind
 from regress.gate.policy import Policy
 from regress.gate.recovery import RecoveryResult
 from regress.gate.turns import TurnChange
-from regress.gate.verdict import Verdict
+from regress.gate.verdict import Verdict as Verdict  # re-exported: a unit's verdict
 
 if TYPE_CHECKING:
     # Only a type here: the requirements module builds on this one.

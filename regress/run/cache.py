@@ -39,7 +39,7 @@ from regress.core.requests import (
 CHUNK = 64
 """Requests computed between commits: a kill loses at most this much work."""
 
-_TYPES: dict[str, type] = {
+_TYPES: dict[str, type[AnyResult]] = {
     t.__name__: t for t in (LoglikelihoodResult, RollingResult, GenerateResult, FailedResult)
 }
 
@@ -111,7 +111,7 @@ class ResultCache:
         self._db.commit()
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
     def close(self) -> None:
         """Close the database."""

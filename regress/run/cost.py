@@ -80,7 +80,7 @@ def load_prices(path: Path) -> Prices:
     )
 
 
-def _numbers(data: dict, keys: set[str], where: str) -> dict[str, float]:
+def _numbers(data: Mapping[str, object], keys: set[str], where: str) -> dict[str, float]:
     values = {}
     for key in sorted(keys):
         value = data.get(key, 0.0)

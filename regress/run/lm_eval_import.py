@@ -532,7 +532,7 @@ def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     if value in ("True", "False"):
-        return value == "True"
+        return str(value) == "True"
     raise ValueError(f"is_greedy {value!r} is not True or False")
 
 
