@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from regress.backends import dispatch, load_backend
-from regress.backends.models import model_info
+from regress.backends.models import ModelFile, resolve_model
 from regress.core.fingerprint import result_params
 from regress.core.judgements import Judged, Judgement, Mode, Outcome, judge_id, outcome_of
 from regress.core.requests import (
@@ -90,11 +91,17 @@ class JudgeSpec:
             return self.backend != "openai"
         return self.read is Read.LOGPROBS
 
+    @cached_property
+    def resolved_model(self) -> str | ModelFile:
+        """The judge's model resolved once, for its sha256 and its backend alike (a served
+        model's name as it is)."""
+        return self.model if self.backend == "openai" else resolve_model(self.model)
+
     def model_sha256(self) -> str:
         """The judge's weights: the file's sha256, or what the user says a server serves."""
-        if self.backend == "openai":
-            return str(self.model_args.get("model_sha256", ""))
-        return model_info(self.model).sha256
+        if isinstance(self.resolved_model, ModelFile):
+            return self.resolved_model.info.sha256
+        return str(self.model_args.get("model_sha256", ""))
 
     def identity(self) -> dict[str, Any]:
         """Everything that decides a verdict; its digest is the judge's id. The model's path
@@ -305,7 +312,7 @@ def _ask(
 ) -> tuple[list[AnyResult], int, int, int]:
     """The judge model's answers, through the result cache when its weights are known, with
     the cache's replayed, computed and refused counts."""
-    engine = load_backend(spec.backend, spec.model, dict(spec.model_args))
+    engine = load_backend(spec.backend, spec.resolved_model, dict(spec.model_args))
     cache = None
     try:
         sha = identity["model_sha256"]
