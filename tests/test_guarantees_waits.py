@@ -16,6 +16,7 @@ import pytest
 from regress.bench.prompts import load_prompts
 from regress.core import safe_regex
 from regress.core.errors import BadInput
+from regress.core.jsonl import Line
 from regress.proxy.flip_rates import load_calibration
 from regress.report import lm_eval
 from regress.run.generation import GenerationSettings
@@ -224,7 +225,7 @@ def test_deep_json_in_every_other_reader_is_bad_input(tmp_path) -> None:
     for call in (
         lambda: load_calibration(calibration),
         lambda: load_prompts(str(prompts)),
-        lambda: _parse(DEEP, "samples.jsonl:1"),
+        lambda: _parse(Line(1, DEEP, "samples.jsonl:1")),
         lambda: load_results(folder),
     ):
         with pytest.raises(BadInput):
