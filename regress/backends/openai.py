@@ -141,6 +141,9 @@ class OpenAIBackend:
         self._concurrency = concurrency
         self._echo_checked = False
         self._batch_probed = False
+        self.listed: tuple[str, ...] = ()
+        """The models the server lists at GET /models: a check that reruns the baseline's
+        model on the candidate's server refuses a name not among them."""
         headers = {}
         if key := _api_key(api_key_env):
             headers["Authorization"] = f"Bearer {key}"
@@ -413,6 +416,7 @@ class OpenAIBackend:
             raise RunFailed(answer.message)
         data = answer.get("data") if isinstance(answer, dict) else None
         ids = [m.get("id", "") for m in data or [] if isinstance(m, dict)]
+        self.listed = tuple(ids)
         if self.model_name in ids or len(ids) != 1:
             return self.model_name, answer
         return ids[0], answer

@@ -4,6 +4,8 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 - `steps`: what every check does (plan the candidate's run, refuse changed inputs, rerun the
   baseline's model where the hardware differs, run, and finish: pair, judge and label).
 - `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check;
+  `interleaved`: on a batch-dependent server, the baseline's model rerun beside the
+  candidate (A B A B) and the gate against that rerun;
   `foreign`: two runs read from another harness's files (lm-eval, Inspect), no model loaded.
 - `scaffold`: `regress init`, a starting policy and the gate's workflows for a repository.
 - `verify`: whether a stored baseline is intact (`regress baseline verify`).
@@ -25,6 +27,15 @@ from regress.checks.foreign import (
     check_foreign,
     is_foreign,
     read_samples,
+)
+from regress.checks.interleaved import (
+    CHUNK_EXAMPLES,
+    STORED_ON_BATCHING,
+    Interleaved,
+    batch_dependent,
+    chunk_count,
+    on_server,
+    reference_plan,
 )
 from regress.checks.plan import (
     LIGHTEST_DISCORDANCE,
@@ -62,6 +73,7 @@ from regress.checks.steps import (
     RunProgress,
     cache_use,
     candidate_plan,
+    drift,
     finish,
     judge_cache,
     labelled,
@@ -90,6 +102,7 @@ from regress.checks.verify import (
 )
 
 __all__ = [
+    "CHUNK_EXAMPLES",
     "CandidateModel",
     "CandidateRun",
     "CheckOptions",
@@ -98,12 +111,14 @@ __all__ = [
     "GateTime",
     "InitOptions",
     "InitResult",
+    "Interleaved",
     "LIGHTEST_DISCORDANCE",
     "MAX_JOBS",
     "Rebaseline",
     "RunProgress",
     "SAMPLE",
     "SETTLED",
+    "STORED_ON_BATCHING",
     "ShardOptions",
     "ShardPlan",
     "TEXT_CHARS",
@@ -112,6 +127,7 @@ __all__ = [
     "TimingOptions",
     "UnitPlan",
     "Verified",
+    "batch_dependent",
     "cache_use",
     "candidate_latency",
     "candidate_plan",
@@ -119,6 +135,8 @@ __all__ = [
     "check_drift",
     "check_foreign",
     "check_sequential",
+    "chunk_count",
+    "drift",
     "example_seconds",
     "finish",
     "gate_time",
@@ -128,10 +146,12 @@ __all__ = [
     "labelled",
     "measure_throughput",
     "no_early_stop",
+    "on_server",
     "plan_baseline",
     "plan_shards",
     "question_text",
     "read_samples",
+    "reference_plan",
     "reference_rerun",
     "refuse_changed_inputs",
     "refuse_unit_typos",

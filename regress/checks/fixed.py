@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import replace
 
+from regress.checks import interleaved
 from regress.checks.sequential import check_sequential
 from regress.checks.steps import (
     CandidateModel,
@@ -126,8 +127,14 @@ def check(
     prepared = prepare(plan.specs, plan.source, plan.shard)
     if not options.allow_mismatch:
         refuse_changed_inputs(baseline, prepared)
-    outcome = run_plan(plan, f"check {candidate.model}", progress, prepared)
-    rerun, hardware, more = reference_rerun(baseline, outcome.run, options, progress)
+    # On a batch-dependent server the baseline's model runs beside the candidate instead.
+    both, more = interleaved.on_server(baseline, plan, prepared, options, progress)
+    if both is not None:
+        outcome, rerun, hardware = both.candidate, both.reference, both.hardware
+    else:
+        outcome = run_plan(plan, f"check {candidate.model}", progress, prepared)
+        rerun, hardware, rerun_warnings = reference_rerun(baseline, outcome.run, options, progress)
+        more += rerun_warnings
     reference = rerun.run if rerun is not None else None
     result, judged = _compare(reference or baseline, outcome.run, options, progress)
     uses = (cache_use("candidate", outcome),) + (

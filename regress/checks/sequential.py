@@ -22,12 +22,14 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from regress.checks.interleaved import batch_dependent
 from regress.checks.plan import no_early_stop
 from regress.checks.steps import (
     CandidateModel,
     CandidateRun,
     CheckOptions,
     CheckResult,
+    Rebaseline,
     RunProgress,
     cache_use,
     candidate_plan,
@@ -96,6 +98,13 @@ def check_sequential(
             "from the policy"
         )
     plan, warnings = candidate_plan(baseline, candidate, options)
+    if options.rebaseline is not Rebaseline.NEVER and batch_dependent(plan):
+        # Its looks would each need the baseline's chunk beside the candidate's: not built.
+        raise BadInput(
+            "the candidate's server answers differently by batch: a sequential gate cannot "
+            "interleave the baseline's rerun there yet (drop `sequential` from the policy, or "
+            "pass --rebaseline never to gate against the stored records)"
+        )
     costly = no_early_stop(baseline, options.policy)
     if costly is not None:
         warnings = [*warnings, costly]

@@ -359,20 +359,25 @@ def reference_rerun(
         tasks=options.tasks,
     )
     rerun = run_plan(plan, f"rerun baseline {baseline.manifest.name}", progress)
-    moved = compare(baseline, rerun.run, options.policy)
+    reran = HardwareCheck(differences, HardwareAction.RERAN, typical=note)
+    return rerun, drift(baseline, rerun.run, options.policy, reran), []
+
+
+def drift(baseline: Run, rerun: Run, policy: Policy, check: HardwareCheck) -> HardwareCheck:
+    """`check` with how far `rerun`, the baseline's model run again, moved from the stored
+    baseline: the examples paired, those whose right/wrong outcome changed (counted as the
+    gate counts flips) and the mean KL over the choices."""
+    moved = compare(baseline, rerun, policy)
     paired = [unit for unit in moved.units if unit.n]
     weighted = [(u.kl_divergence, u.n) for u in paired if u.kl_divergence is not None]
     kl = sum(k * n for k, n in weighted) / sum(n for _, n in weighted) if weighted else None
-    hardware = HardwareCheck(
-        differences,
-        HardwareAction.RERAN,
+    return replace(
+        check,
         stored=Fingerprint.of(baseline.manifest),
         n=sum(u.n for u in paired),
         flips=moved.n_flips,
         kl_divergence=kl,
-        typical=note,
     )
-    return rerun, hardware, []
 
 
 def _pinned_model_problem(baseline: Run, where: str | None) -> str:

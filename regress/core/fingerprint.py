@@ -35,6 +35,10 @@ SPEED_ONLY_PARAMS = frozenset(
 )
 """Load settings that change how fast a backend runs, never what it answers."""
 
+MODEL_PARAMS = frozenset({"model_name", "model_sha256"})
+"""Load settings that name which model answers (a served model's name and weights): a rerun
+of a baseline's examples on another model does not inherit them from the baseline."""
+
 OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 """The environment variables that decide how long idle OpenMP threads spin before they sleep."""
 

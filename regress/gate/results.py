@@ -243,6 +243,10 @@ class HardwareAction(StrEnum):
     """The baseline's pinned model was rerun here and the candidate gated against that."""
     STORED = "stored"
     """Gated against the stored records although the paths differ (a warning says why)."""
+    INTERLEAVED = "interleaved"
+    """The candidate's server computes answers differently by batch: the baseline's model
+    was rerun on it, interleaved with the candidate chunk by chunk (A B A B), and the
+    candidate gated against that rerun (regress.checks.interleaved)."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,17 @@ class HardwareCheck:
     """Mean KL(stored || rerun) over the choices."""
     typical: str = ""
     """What such a difference measurably costs (regress.gate.noise), for the reader."""
+    chunks: int = 0
+    """How many chunks each side ran in, interleaved A B A B (INTERLEAVED only)."""
+
+    @property
+    def aa_flip_rate(self) -> float | None:
+        """On a batch-dependent server, the share of the baseline model's answers that its
+        rerun there changed from the stored records: the noise the server adds to the same
+        model (None before an interleaved rerun, or with nothing paired)."""
+        if self.action is not HardwareAction.INTERLEAVED or not self.n:
+            return None
+        return self.flips / self.n
 
 
 @dataclass(frozen=True)
@@ -386,6 +401,11 @@ class Comparison:
         for name in ("turns", "formats", "recovery", "divergence"):
             if not data[name]:
                 del data[name]
+        if self.hardware is not None:
+            if self.hardware.action is HardwareAction.INTERLEAVED:
+                data["aa_flip_rate"] = self.hardware.aa_flip_rate
+            else:
+                del data["hardware"]["chunks"]
         for unit in data["units"]:
             for name in ("since", "judged"):
                 if unit[name] is None:

@@ -197,9 +197,23 @@ def _headline(comparison: Comparison) -> str:
     summary = (
         f"**{_name(comparison.candidate)}** vs baseline **{_name(comparison.baseline)}**, suite "
         f"`{comparison.suite}`: {', '.join(counts) or 'no gated unit'} ({paired:,} paired "
-        f"examples). Exit code {int(comparison.exit_code)}."
+        f"examples). Exit code {int(comparison.exit_code)}.{_aa_words(comparison)}"
     )
     return f"{_first_line(comparison)}\n\n{summary}"
+
+
+def _aa_words(comparison: Comparison) -> str:
+    """On a batch-dependent server, the A/A flip rate the verdict is read beside: how many
+    of the baseline model's answers its rerun there changed from the stored records."""
+    hardware = comparison.hardware
+    rate = hardware.aa_flip_rate if hardware is not None else None
+    if hardware is None or rate is None:
+        return ""
+    return (
+        f" A/A flip rate {rate:.1%} ({hardware.flips:,} of {hardware.n:,}): the server answers "
+        "differently by batch, so the baseline's model was rerun on it interleaved with the "
+        "candidate (A B A B) and the gate compares the candidate with that rerun."
+    )
 
 
 def _first_line(comparison: Comparison) -> str:
@@ -1223,7 +1237,8 @@ def _models(comparison: Comparison) -> str:
     hardware = comparison.hardware
     named = [("baseline", comparison.baseline), ("candidate", comparison.candidate)]
     if hardware is not None and hardware.stored is not None:
-        named = [("stored baseline", hardware.stored), ("baseline rerun here", named[0][1])]
+        where = "on the server" if hardware.action is HardwareAction.INTERLEAVED else "here"
+        named = [("stored baseline", hardware.stored), (f"baseline rerun {where}", named[0][1])]
         named.append(("candidate", comparison.candidate))
     sides = [side for _, side in named]
     rows = [
@@ -1267,7 +1282,18 @@ def _cache(comparison: Comparison) -> str:
 def _hardware(comparison: Comparison) -> str:
     """What the hardware difference is, what was done about it, and what it cost."""
     hardware, lines = comparison.hardware, []
-    if hardware is None or not hardware.differences:
+    if hardware is not None and hardware.action is HardwareAction.INTERLEAVED:
+        kl = _number(hardware.kl_divergence)
+        lines += [f"- {d}" for d in hardware.differences]
+        lines.append(
+            "- **The candidate's server answers differently by batch** (its log-probs moved "
+            "inside a batch): the baseline's model was rerun on it at the same concurrency, "
+            f"interleaved with the candidate in {hardware.chunks} chunks each (A B A B), and "
+            f"the candidate gated against that rerun. A/A: {hardware.flips} of {hardware.n} "
+            f"of the baseline model's answers changed from the stored records, mean KL over "
+            f"the choices {kl}."
+        )
+    elif hardware is None or not hardware.differences:
         if comparison.repeatability is None:
             return ""
     else:

@@ -89,6 +89,15 @@ class Shard:
         """The half-open range of a suite's `total` examples this shard runs."""
         return total * self.index // self.count, total * (self.index + 1) // self.count
 
+    def keep(self, prepared: Prepared) -> Prepared:
+        """This shard's share of every task's rendered examples, in suite order."""
+        lo, hi = self.bounds(sum(len(examples) for _, examples in prepared))
+        kept, offset = [], 0
+        for spec, examples in prepared:
+            kept.append((spec, examples[max(lo - offset, 0) : max(hi - offset, 0)]))
+            offset += len(examples)
+        return kept
+
 
 Prepared = list[tuple[TaskSpec, list[Example]]]
 """Every task's rendered examples, in suite order (`prepare`)."""
@@ -117,15 +126,7 @@ def prepare(specs: Sequence[TaskSpec], source: DataSource, shard: Shard | None =
             wanted = set(spec.doc_ids)
             examples = [e for e in examples if e.doc_id in wanted]
         prepared.append((spec, examples))
-    if shard is None:
-        return prepared
-    total = sum(len(examples) for _, examples in prepared)
-    lo, hi = shard.bounds(total)
-    kept, offset = [], 0
-    for spec, examples in prepared:
-        kept.append((spec, examples[max(lo - offset, 0) : max(hi - offset, 0)]))
-        offset += len(examples)
-    return kept
+    return prepared if shard is None else shard.keep(prepared)
 
 
 def evaluate(

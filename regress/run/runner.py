@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from regress import __version__
-from regress.backends import load_backend
+from regress.backends import Backend, load_backend
 from regress.backends.models import ModelFile, resolve_model
 from regress.core.errors import BadInput
-from regress.core.fingerprint import result_params
+from regress.core.fingerprint import MODEL_PARAMS, result_params
 from regress.core.manifest import Manifest, ModelInfo, Run
 from regress.core.proxy_design import ProxyDesign
 from regress.run.cache import ResultCache, cached_execute, model_key
@@ -152,13 +152,17 @@ def plan_rerun(
 ) -> RunPlan:
     """A plan that reruns exactly `baseline`'s examples (same shots) on `model`.
 
-    The baseline's result-relevant settings carry over when the backend is the same; a
-    `model_args` given in `changes` overrides them key by key. `tasks` is the catalog the
+    The baseline's result-relevant settings carry over when the backend is the same (but a
+    served model's name and weights only to the same model); a `model_args` given in
+    `changes` overrides them key by key. `tasks` is the catalog the
     baseline's task names are found in (the user's task YAML and golden sets).
     """
     inherited: dict[str, Any] = {}
     if baseline.manifest.backend.name == backend:
         inherited = result_params(baseline.manifest.backend.params)
+    if model != baseline.manifest.model.ref:
+        # Another served model is not the baseline's under its name and weights.
+        inherited = {k: v for k, v in inherited.items() if k not in MODEL_PARAMS}
     model_args = {**inherited, **dict(changes.pop("model_args", {}))}
     return RunPlan(
         specs=tuple(baseline_specs(baseline, tasks)),
@@ -191,9 +195,12 @@ def execute(
     plan: RunPlan,
     progress: Callable[[int, int, int], None] | None = None,
     prepared: Prepared | None = None,
+    engine: Backend | None = None,
 ) -> Outcome:
     """Load the model on the plan's backend, evaluate its specs (or one shard), build the run;
-    `prepared` is the plan's examples when the caller has rendered them already.
+    `prepared` is the plan's examples when the caller has rendered them already, `engine`
+    the plan's backend when the caller has loaded it already (and closes it itself: a check
+    that interleaves two models on one server sends chunks through the same two backends).
 
     With a cache folder, finished requests are replayed and new ones committed as they
     complete, so the same call after a kill resumes where it stopped. Results of a server
@@ -202,7 +209,9 @@ def execute(
     model = _resolve(plan.model, plan.backend)
     info = _model_info(model, plan.model_args)
     start = time.perf_counter()
-    engine = load_backend(plan.backend, model, dict(plan.model_args))
+    owned = engine is None
+    if engine is None:
+        engine = load_backend(plan.backend, model, dict(plan.model_args))
     cache = None
     try:
         fingerprint = engine.fingerprint()
@@ -221,7 +230,8 @@ def execute(
             prepared=prepared,
         )
     finally:
-        engine.close()
+        if owned:
+            engine.close()
         if cache is not None:
             cache.close()
     elapsed = time.perf_counter() - start
