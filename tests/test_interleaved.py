@@ -28,7 +28,6 @@ from regress.backends import batch_probe
 from regress.checks import (
     STORED_ON_BATCHING,
     CheckOptions,
-    Interleaved,
     Rebaseline,
     chunk_count,
     interleaved,
@@ -39,7 +38,7 @@ from regress.core.errors import BadInput
 from regress.gate.compare import compare
 from regress.gate.policy import Policy
 from regress.gate.results import HardwareAction
-from regress.run.runner import RunPlan
+from regress.run.runner import RunPlan, plan_rerun
 
 BASE, CAND = "base-model", "cand-model"
 WEIGHTS = {BASE: "a" * 64, CAND: "b" * 64}
@@ -354,6 +353,17 @@ def test_a_sequential_gate_on_a_batch_dependent_server_is_refused(
     assert result.comparison.sequential is not None
 
 
+def test_a_candidate_served_under_another_name_is_not_sent_as_the_baseline(store: Path) -> None:
+    """The baseline's served name and weights carry over to a rerun of its own model only: a
+    candidate `-m cand-model` once inherited `model_name=base-model` and asked the server for
+    the baseline's model."""
+    baseline = Store(store).load("main")
+    other = plan_rerun(baseline, CAND, "openai")
+    assert "model_name" not in other.model_args and "model_sha256" not in other.model_args
+    assert other.model_args["chat"] is False and "base_url" in other.model_args
+    same = plan_rerun(baseline, BASE, "openai").model_args
+    assert (same["model_name"], same["model_sha256"]) == (BASE, WEIGHTS[BASE])
+
+
 def test_chunks_alternate_at_least_twice() -> None:
-    assert [chunk_count(n) for n in (0, 1, 2, 50, 51, 100, 101)] == [0, 1, 2, 2, 2, 2, 3]
-    assert Interleaved.__doc__
+    assert [chunk_count(n) for n in (0, 1, 2, 50, 51, 100, 101)] == [1, 1, 2, 2, 2, 2, 3]

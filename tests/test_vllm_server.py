@@ -240,6 +240,12 @@ def test_a_bfloat16_candidate_is_gated_against_a_float32_baseline(
     assert old.build["server"]["system_fingerprint"] != new.build["server"]["system_fingerprint"]
     assert old.hardware.kernels == new.hardware.kernels  # the same layout: no rebaseline
     assert report["hardware"]["action"] == "none"
+    # The batch probe at concurrency 8 found the engine invariant: concurrency stays out of
+    # the compute path and no rerun of the baseline's model is interleaved (issue 48).
+    assert "batch_dependent" not in new.build["server"]
+    assert "concurrency=" not in new.hardware.kernels
+    assert "aa_flip_rate" not in report
+    assert [u["run"] for u in report["cache"]] == ["candidate"]
     [use] = [u for u in report["cache"] if u["run"] == "candidate"]
     assert (use["enabled"], use["replayed"], use["computed"]) == (
         True,

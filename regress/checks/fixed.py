@@ -50,7 +50,7 @@ from regress.gate.results import (
 )
 from regress.run.engine import prepare
 from regress.run.judge import Answers, judge_pairs
-from regress.run.runner import baseline_specs
+from regress.run.runner import Outcome, baseline_specs
 from regress.tasks.base import Example
 from regress.tasks.catalog import TaskCatalog
 from regress.tasks.conversation import (
@@ -129,6 +129,7 @@ def check(
         refuse_changed_inputs(baseline, prepared)
     # On a batch-dependent server the baseline's model runs beside the candidate instead.
     both, more = interleaved.on_server(baseline, plan, prepared, options, progress)
+    rerun: Outcome | None
     if both is not None:
         outcome, rerun, hardware = both.candidate, both.reference, both.hardware
     else:

@@ -60,8 +60,6 @@ class Interleaved:
     """The baseline's model, rerun on the candidate's server."""
     hardware: HardwareCheck
     """Action INTERLEAVED; its flips over n are the A/A flip rate."""
-    order: tuple[str, ...]
-    """The chunks in the order they ran: `A` the baseline's model, `B` the candidate."""
 
 
 def batch_dependent(plan: RunPlan) -> bool:
@@ -168,9 +166,9 @@ def _refuse_unserved(
 
 
 def chunk_count(total: int) -> int:
-    """How many chunks `total` examples run in: at least two (A B A B), about
-    CHUNK_EXAMPLES each."""
-    return max(min(2, total), math.ceil(total / CHUNK_EXAMPLES))
+    """How many chunks `total` examples run in: about CHUNK_EXAMPLES each, and at least two
+    (A B A B) when there are two examples to split."""
+    return max(1, min(2, total), math.ceil(total / CHUNK_EXAMPLES))
 
 
 def _interleave(
@@ -186,7 +184,6 @@ def _interleave(
     labels = {"A": f"rerun baseline {baseline.manifest.name}", "B": f"check {candidate.model}"}
     count = chunk_count(sum(len(examples) for _, examples in prepared))
     done: dict[str, list[Outcome]] = {"A": [], "B": []}
-    order = []
     for i in range(count):
         shard = Shard(i, count)
         part = shard.keep(prepared)
@@ -194,18 +191,20 @@ def _interleave(
             with progress(f"{labels[side]} (chunk {i + 1}/{count}, A B A B)") as tick:
                 outcome = execute(replace(plans[side], shard=shard), tick, part, engines[side])
             done[side].append(outcome)
-            order.append(side)
-    rerun, ran = _joined(done["A"], plans["A"]), _joined(done["B"], plans["B"])
+    rerun, ran = _joined(done["A"], reference), _joined(done["B"], candidate)
     differences = hardware_differences(baseline.manifest.backend, ran.run.manifest.backend)
     check = HardwareCheck(tuple(differences), HardwareAction.INTERLEAVED, chunks=count)
     hardware = drift(baseline, rerun.run, options.policy, check)
-    return Interleaved(ran, rerun, hardware, tuple(order))
+    return Interleaved(ran, rerun, hardware)
 
 
 def _joined(chunks: list[Outcome], plan: RunPlan) -> Outcome:
     """One side's chunks as one run, as `regress merge` joins shards (it refuses chunks
     whose compute paths differ)."""
     run = merge_runs([o.run for o in chunks], name=plan.name, command=plan.command)
+    if plan.shard is not None:  # the chunks were of one `--shard i/n`: the run still is
+        shard = f"{plan.shard.index}/{plan.shard.count}"
+        run = replace(run, manifest=replace(run.manifest, shard=shard))
     return Outcome(
         run=run,
         task_runs=[task for o in chunks for task in o.task_runs],

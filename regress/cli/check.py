@@ -208,12 +208,14 @@ gate_options = option_group(
         default=Rebaseline.AUTO.value,
         show_default=True,
         help="Rerun the baseline's pinned model on this machine: auto (when the CPU build's "
-        "kernels differ from the baseline's and the runtime version does not), always, never.",
+        "kernels differ from the baseline's and the runtime version does not, or beside the "
+        "candidate on a server that answers differently by batch), always, never.",
     ),
     click.option(
         "--reference-model",
         default=None,
-        help="Where the baseline's pinned model file is now (default: the reference it recorded).",
+        help="Where the baseline's pinned model file is now, or on a batch-dependent server "
+        "the served model with its weights (default: the reference it recorded).",
     ),
     click.option(
         "--sequential",
@@ -270,6 +272,10 @@ def check(
     example, runs a one-sided McNemar test per unit (Holm-corrected), applies the policy and
     writes the reports. When this machine's CPU build differs from the baseline's, the
     baseline's pinned model is rerun here first (cached) and the candidate gated against it.
+    On a server whose answers move with the batch (`--backend openai`, probed), the
+    baseline's model is rerun on that server interleaved with the candidate (A B A B) and the
+    report prints the A/A flip rate beside the verdict; a server that does not serve the
+    baseline's model is bad input (docs/scale-out.md).
 
     \b
     Exit: 0 pass (inconclusive warns), 1 regression, 2 bad input or incompatible baseline,
