@@ -74,8 +74,11 @@ class _Server:
             value -= 0.03 * min(others, 3) * (1 if _digest("batch", token) % 2 else -1)
         return value
 
-    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    def complete(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The completion, or None (HTTP 404, as vLLM answers) for a model not served."""
         model, prompt, echo = body["model"], body["prompt"], bool(body.get("echo"))
+        if model not in WEIGHTS:
+            return None
         with self._lock:
             self.log.append((model, prompt, echo))
             self._in_flight += 1

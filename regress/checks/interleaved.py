@@ -92,9 +92,10 @@ def on_server(
         if options.rebaseline is Rebaseline.NEVER:
             return None, [STORED_ON_BATCHING]
         reference = reference_plan(baseline, plan, options.reference_model)
+        # The candidate's backend read the server's list; a model it lacks would be a 404.
+        _refuse_unserved(baseline, plan, reference, engine)
         other = load_backend(reference.backend, reference.model, dict(reference.model_args))
         try:
-            _refuse_unserved(baseline, plan, reference, other)
             engines = {"A": other, "B": engine}
             return _interleave(baseline, reference, plan, engines, prepared, options, progress), []
         finally:
