@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from regress import Store
 from regress.backends import batch_probe
 from regress.checks import (
+    SERVER_UNDER_TEST,
     STORED_ON_BATCHING,
     CheckOptions,
     Rebaseline,
@@ -317,6 +318,25 @@ def test_rebaseline_never_gates_against_the_stored_records_with_a_warning(
     assert report["hardware"]["action"] in ("none", "stored")
     assert STORED_ON_BATCHING in report["warnings"]
     assert "aa_flip_rate" not in report
+
+
+def test_the_baselines_own_weights_on_the_server_are_not_rerun_beside_themselves(
+    store: Path, tmp_path: Path, data_dir: Path
+) -> None:
+    """A candidate of the pinned weights tests the server (its dtype, version, settings): a
+    rerun there would be the candidate itself, so the stored records gate it, with a warning."""
+    with _serving(batching=True) as (url, engine):
+        code, text = _cli(
+            "check", "-b", "main", "--backend", "openai", "--model", BASE,
+            "--model-args", _model_args(url, BASE), "--store", str(store),
+            "--data-dir", str(data_dir), "--report-json", str(tmp_path / "r.json"),
+        )  # fmt: skip
+    assert code in (0, 1), text
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert SERVER_UNDER_TEST in report["warnings"]
+    assert "aa_flip_rate" not in report and report["hardware"]["action"] != "interleaved"
+    assert {m for m, _, echo in engine.log if echo} == {BASE}
+    assert {u["run"] for u in report["cache"]} == {"candidate"}
 
 
 def test_a_baseline_without_a_served_model_or_a_pinned_sha256_is_refused(store: Path) -> None:

@@ -30,6 +30,7 @@ from regress.checks.foreign import (
 )
 from regress.checks.interleaved import (
     CHUNK_EXAMPLES,
+    SERVER_UNDER_TEST,
     STORED_ON_BATCHING,
     Interleaved,
     batch_dependent,
@@ -117,6 +118,7 @@ __all__ = [
     "Rebaseline",
     "RunProgress",
     "SAMPLE",
+    "SERVER_UNDER_TEST",
     "SETTLED",
     "STORED_ON_BATCHING",
     "ShardOptions",

@@ -21,6 +21,11 @@ the candidate's own served name declared with other weights. Gating against the 
 instead would read the server's noise as the model's change; `--rebaseline never` does so
 anyway, with a warning.
 
+A candidate that is the baseline's own weights (declared by sha256, or served under the same
+name) is not rerun beside itself: what changed is then the server (its dtype, version or
+settings), which a rerun there would hide, as `check` does not rerun a baseline under a new
+runtime (regress.checks.steps). It is gated against the stored records, with a warning.
+
 Neither side goes through the result cache: a replayed chunk was not computed beside the
 other side's.
 """
@@ -48,6 +53,12 @@ STORED_ON_BATCHING = (
     "the candidate's server answers differently by batch (its log-probs moved inside a batch) "
     "and --rebaseline never gates against the stored records: part of any difference is the "
     "server's batching, not the model"
+)
+
+SERVER_UNDER_TEST = (
+    "the candidate is the baseline's own weights on a server that answers differently by "
+    "batch: what changed is the server, which a rerun there would hide, so the candidate is "
+    "gated against the stored records and part of any difference is the server's batching"
 )
 
 
@@ -94,6 +105,8 @@ def on_server(
         reference = reference_plan(baseline, plan, options.reference_model)
         # The candidate's backend read the server's list; a model it lacks would be a 404.
         _refuse_unserved(baseline, plan, reference, engine)
+        if _same_weights(plan, reference):
+            return None, [SERVER_UNDER_TEST]
         other = load_backend(reference.backend, reference.model, dict(reference.model_args))
         try:
             engines = {"A": other, "B": engine}
@@ -164,6 +177,15 @@ def _refuse_unserved(
             f"baseline {baseline.manifest.name!r}'s pinned {pinned[:12]}: pass "
             "--reference-model with the served model that holds the baseline's weights"
         )
+
+
+def _same_weights(candidate: RunPlan, reference: RunPlan) -> bool:
+    """Whether the candidate is the baseline's pinned weights (declared so, or served under
+    the same name): then the change under test is the server's dtype, version or settings."""
+    declared = str(candidate.model_args.get("model_sha256") or "")
+    if declared:
+        return declared == reference.model_args["model_sha256"]
+    return (candidate.model_args.get("model_name") or candidate.model) == reference.model
 
 
 def chunk_count(total: int) -> int:
