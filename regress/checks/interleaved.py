@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, replace
 
 from regress.backends import Backend, load_backend
-from regress.checks.steps import CheckOptions, Rebaseline, RunProgress, drift
+from regress.checks.steps import CheckOptions, Rebaseline, RunProgress, rerun_drift
 from regress.core.errors import BadInput
 from regress.core.fingerprint import hardware_differences
 from regress.core.manifest import Run
@@ -217,7 +217,7 @@ def _interleave(
     rerun, ran = _joined(done["A"], reference), _joined(done["B"], candidate)
     differences = hardware_differences(baseline.manifest.backend, ran.run.manifest.backend)
     check = HardwareCheck(tuple(differences), HardwareAction.INTERLEAVED, chunks=count)
-    hardware = drift(baseline, rerun.run, options.policy, check)
+    hardware = rerun_drift(baseline, rerun.run, options.policy, check)
     return Interleaved(ran, rerun, hardware)
 
 

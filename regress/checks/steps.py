@@ -360,10 +360,10 @@ def reference_rerun(
     )
     rerun = run_plan(plan, f"rerun baseline {baseline.manifest.name}", progress)
     reran = HardwareCheck(differences, HardwareAction.RERAN, typical=note)
-    return rerun, drift(baseline, rerun.run, options.policy, reran), []
+    return rerun, rerun_drift(baseline, rerun.run, options.policy, reran), []
 
 
-def drift(baseline: Run, rerun: Run, policy: Policy, check: HardwareCheck) -> HardwareCheck:
+def rerun_drift(baseline: Run, rerun: Run, policy: Policy, check: HardwareCheck) -> HardwareCheck:
     """`check` with how far `rerun`, the baseline's model run again, moved from the stored
     baseline: the examples paired, those whose right/wrong outcome changed (counted as the
     gate counts flips) and the mean KL over the choices."""
