@@ -184,8 +184,8 @@ def _same_weights(candidate: RunPlan, reference: RunPlan) -> bool:
     the same name): then the change under test is the server's dtype, version or settings."""
     declared = str(candidate.model_args.get("model_sha256") or "")
     if declared:
-        return declared == reference.model_args["model_sha256"]
-    return (candidate.model_args.get("model_name") or candidate.model) == reference.model
+        return declared == str(reference.model_args["model_sha256"])
+    return str(candidate.model_args.get("model_name") or candidate.model) == reference.model
 
 
 def chunk_count(total: int) -> int:
