@@ -3,7 +3,8 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 
 - `steps`: what every check does (plan the candidate's run, refuse changed inputs, rerun the
   baseline's model where the hardware differs, run, and finish: pair, judge and label).
-- `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check;
+- `fixed`: the fixed-sample check; `sequential`: the check in looks; `continuation`: what a
+  sequential check stopped at a budget stores and when it may continue; `drift`: the drift check;
   `foreign`: two runs read from another harness's files (lm-eval, Inspect), no model loaded.
 - `scaffold`: `regress init`, a starting policy and the gate's workflows for a repository.
 - `verify`: whether a stored baseline is intact (`regress baseline verify`).
@@ -13,6 +14,13 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 Other wings import from this package only (tests/test_layout.py keeps them to it).
 """
 
+from regress.checks.continuation import (
+    baseline_key,
+    continuation_state,
+    fingerprint,
+    looks_taken,
+    refuse_other_model,
+)
 from regress.checks.drift import (
     DriftOptions,
     check_drift,
@@ -90,6 +98,11 @@ from regress.checks.verify import (
 )
 
 __all__ = [
+    "baseline_key",
+    "continuation_state",
+    "fingerprint",
+    "looks_taken",
+    "refuse_other_model",
     "CandidateModel",
     "CandidateRun",
     "CheckOptions",
