@@ -177,7 +177,7 @@ def check_sequential(
             break
         if k + 1 >= budget and k + 1 < len(design.looks):
             stopped = (
-                f"the budget of {options.max_looks} looks, at look {k + 1}: continue with "
+                f"the budget of --max-looks {options.max_looks}, at look {k + 1}: continue with "
                 "`regress check --continue RUN`"
             )
             open_ = True
