@@ -212,7 +212,13 @@ def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Pa
     # The candidate run records the design that chose its examples, and only those examples.
     write_run(sequential.candidate, tmp_path / "candidate")
     saved = read_run(tmp_path / "candidate")
-    assert saved.manifest.sequential == {"looks": [0.25, 0.5, 1.0], "spending": "obf", "seed": 0}
+    state = saved.manifest.sequential
+    assert {k: state[k] for k in ("looks", "spending", "seed")} == {
+        "looks": [0.25, 0.5, 1.0],
+        "spending": "obf",
+        "seed": 0,
+    }
+    assert state["taken"] == len(run.taken) and not state["open"]  # it decided: nothing to continue
     assert sum(len(r) for r in saved.records.values()) == run.examples_run
     assert "sequential" not in fixed.candidate.manifest.to_dict()
 

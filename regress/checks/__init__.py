@@ -3,7 +3,8 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 
 - `steps`: what every check does (plan the candidate's run, refuse changed inputs, rerun the
   baseline's model where the hardware differs, run, and finish: pair, judge and label).
-- `fixed`: the fixed-sample check; `sequential`: the check in looks; `drift`: the drift check;
+- `fixed`: the fixed-sample check; `sequential`: the check in looks; `continuation`: what a
+  sequential check stopped at a budget stores and when it may continue; `drift`: the drift check;
   `interleaved`: on a batch-dependent server, the baseline's model rerun beside the
   candidate (A B A B) and the gate against that rerun;
   `foreign`: two runs read from another harness's files (lm-eval, Inspect), no model loaded.
@@ -15,6 +16,13 @@ sequential), `check_drift`, and what a stored baseline can decide (`regress plan
 Other wings import from this package only (tests/test_layout.py keeps them to it).
 """
 
+from regress.checks.continuation import (
+    baseline_key,
+    continuation_state,
+    fingerprint,
+    looks_taken,
+    refuse_other_model,
+)
 from regress.checks.drift import (
     DriftOptions,
     check_drift,
@@ -104,6 +112,14 @@ from regress.checks.verify import (
 
 __all__ = [
     "CHUNK_EXAMPLES",
+    "LIGHTEST_DISCORDANCE",
+    "MAX_JOBS",
+    "SAMPLE",
+    "SERVER_UNDER_TEST",
+    "SETTLED",
+    "STORED_ON_BATCHING",
+    "TEXT_CHARS",
+    "TYPICAL_DISCORDANCE",
     "CandidateModel",
     "CandidateRun",
     "CheckOptions",
@@ -113,22 +129,15 @@ __all__ = [
     "InitOptions",
     "InitResult",
     "Interleaved",
-    "LIGHTEST_DISCORDANCE",
-    "MAX_JOBS",
     "Rebaseline",
     "RunProgress",
-    "SAMPLE",
-    "SERVER_UNDER_TEST",
-    "SETTLED",
-    "STORED_ON_BATCHING",
     "ShardOptions",
     "ShardPlan",
-    "TEXT_CHARS",
-    "TYPICAL_DISCORDANCE",
     "Throughput",
     "TimingOptions",
     "UnitPlan",
     "Verified",
+    "baseline_key",
     "batch_dependent",
     "cache_use",
     "candidate_latency",
@@ -138,13 +147,16 @@ __all__ = [
     "check_foreign",
     "check_sequential",
     "chunk_count",
+    "continuation_state",
     "example_seconds",
+    "fingerprint",
     "finish",
     "gate_time",
     "init_repository",
     "is_foreign",
     "judge_cache",
     "labelled",
+    "looks_taken",
     "measure_throughput",
     "no_early_stop",
     "on_server",
@@ -155,6 +167,7 @@ __all__ = [
     "reference_plan",
     "reference_rerun",
     "refuse_changed_inputs",
+    "refuse_other_model",
     "refuse_unit_typos",
     "rejected_rows",
     "repeatability",

@@ -22,6 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from regress.checks.continuation import continuation_state, looks_taken, refuse_other_model
 from regress.checks.interleaved import batch_dependent
 from regress.checks.plan import no_early_stop
 from regress.checks.steps import (
@@ -44,6 +45,7 @@ from regress.core.records import Record
 from regress.gate.compare import judge, verdict_of
 from regress.gate.golden_rules import is_golden
 from regress.gate.pairing import pair
+from regress.gate.policy import Policy
 from regress.gate.results import (
     CacheUse,
     Comparison,
@@ -53,6 +55,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
+from regress.gate.unit_verdicts import verdict_of as unit_verdict
 from regress.run.engine import Prepared, prepare
 from regress.run.runner import Outcome
 from regress.stats import SequentialDesign, cut, median_unbiased_drift
@@ -112,6 +115,9 @@ def check_sequential(
     if not options.allow_mismatch:
         refuse_changed_inputs(baseline, prepared)
     order = run_order(prepared, design)
+    resume = options.resume
+    replayed = 0 if resume is None else looks_taken(resume, baseline, options.policy)
+    budget = len(design.looks) if options.max_looks is None else replayed + options.max_looks
     golden = {name for name, records in baseline.records.items() if records and is_golden(records)}
     unit_of = {name: info.group or name for name, info in baseline.manifest.tasks.items()}
     seen: dict[str, int] = dict.fromkeys(order, 0)
@@ -123,15 +129,21 @@ def check_sequential(
     reference: Outcome | None = None
     hardware = more = None
     stopped = "the last look"
+    open_ = False
     for k, fraction in enumerate(design.looks):
         chunk = _chunk(prepared, order, seen, fraction, golden, decided, unit_of)
         if chunk:
-            outcome = run_plan(
-                replace(plan, specs=tuple(spec for spec, _ in chunk)),
-                f"check {candidate.model} (look {k + 1}/{len(design.looks)})",
-                progress,
-                chunk,
-            )
+            if resume is not None and k < replayed:
+                outcome = _replay(resume, chunk)
+            else:
+                outcome = run_plan(
+                    replace(plan, specs=tuple(spec for spec, _ in chunk)),
+                    f"check {candidate.model} (look {k + 1}/{len(design.looks)})",
+                    progress,
+                    chunk,
+                )
+                if resume is not None:
+                    refuse_other_model(resume, outcome.run.manifest.model.sha256)
             outcomes.append(outcome)
             for name, found in outcome.run.records.items():
                 records[name].extend(found)
@@ -172,11 +184,38 @@ def check_sequential(
         if gated and gated <= set(decided):
             stopped = f"every gated unit decided by look {k + 1}"
             break
+        if k + 1 >= budget and k + 1 < len(design.looks):
+            stopped = (
+                f"the budget of --max-looks {options.max_looks}, at look {k + 1}: continue with "
+                "`regress check --continue RUN`"
+            )
+            open_ = True
+            break
     assert last is not None and hardware is not None
-    units = tuple(decided[u.name][1] if u.name in decided else u for u in last.units)
+    units = tuple(
+        decided[u.name][1] if u.name in decided else _undecided(u, options.policy)
+        for u in last.units
+    )
+    if (
+        not open_
+        and len(taken) == len(design.looks)
+        and any(u.gated and u.name not in decided for u in units)
+    ):
+        stopped = (
+            "the last look, every example of the pool used and its alpha spent: a new check "
+            "needs examples this one did not see"
+        )
     verdict, exit_code = verdict_of(replace(last, units=units))
     total = sum(len(examples) for _, examples in prepared)
     level = options.policy.alpha / max(1, sum(u.gated for u in units))
+    state = continuation_state(
+        baseline,
+        options.policy,
+        cand_now.manifest.model.sha256,
+        len(taken),
+        open_,
+    )
+    cand_now = replace(cand_now, manifest=replace(cand_now.manifest, sequential=state))
     summary = SequentialRun(
         looks=design.looks,
         spending=design.spending,
@@ -215,6 +254,15 @@ def check_sequential(
         last, verdict=verdict, exit_code=exit_code, units=units, sequential=summary
     )
     return finish(decided_result, ran, options, progress)
+
+
+def _undecided(unit: UnitResult, policy: Policy) -> UnitResult:
+    """A unit the check left open, without the fixed design's "about N examples would decide":
+    read on a superset of these examples, a second test would spend alpha twice. More of
+    this pool is the check's next look (`check --continue`, said where it stopped)."""
+    plain = replace(unit, n_needed=None, n_to_pass=None)
+    verdict, reason = unit_verdict(plain, policy)
+    return replace(plain, reason=reason) if verdict is unit.verdict else plain
 
 
 def _chunk(
@@ -289,3 +337,19 @@ def _restrict(run: Run, shown: Mapping[str, set[int]]) -> Run:
             n: [r for r in run.records.get(n, []) if r.doc_id in ids] for n, ids in shown.items()
         },
     )
+
+
+def _replay(resume: Run, chunk: Prepared) -> Outcome:
+    """A look a continued check already took: its examples' records, read from `resume`."""
+    records = {}
+    for spec, _ in chunk:
+        name = spec.task.name
+        wanted = set(spec.doc_ids or ())
+        found = [r for r in resume.records.get(name, []) if r.doc_id in wanted]
+        if len(found) != len(wanted):
+            raise BadInput(
+                f"cannot continue {resume.manifest.name}: it lacks examples of {name} its "
+                "looks ran (not a run of this check)"
+            )
+        records[name] = found
+    return Outcome(Run(manifest=resume.manifest, records=records), [], 0.0)

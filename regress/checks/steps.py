@@ -106,6 +106,12 @@ class CheckOptions:
     ttft_ms: Mapping[str, tuple[float, ...]] | None = None
     """A bench file's timed requests by model file (sha256 -> each request's time to first
     token, ms; `check --bench`), for a `ttft_ms` decision gate; None: no bench file."""
+    max_looks: int | None = None
+    """A sequential check's budget: take at most this many looks now (`check --max-looks`);
+    the saved run continues with `check --continue RUN`. None: every look."""
+    resume: Run | None = None
+    """A sequential check's saved run to continue (`check --continue RUN`): its looks are
+    replayed from its records, the next ones run."""
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,8 @@ class GateFlags:
     rebaseline: str
     reference_model: str | None
     sequential: bool
+    max_looks: int | None
+    continue_run: Path | None
     anchor: str | None
     bench_file: Path | None
     record_history: Path | None
@@ -224,6 +226,22 @@ gate_options = option_group(
         "the looks; the policy's `sequential:` sets them, default 25/50/100%).",
     ),
     click.option(
+        "--max-looks",
+        type=click.IntRange(1),
+        default=None,
+        help="Sequential: take at most N looks now (a CI budget); continue the run saved with "
+        "--save-run later with --continue.",
+    ),
+    click.option(
+        "--continue",
+        "continue_run",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Continue the sequential check whose candidate run was saved here (--save-run) "
+        "from its next look, without spending alpha twice; refused (exit 2) for another "
+        "baseline, policy, design or model.",
+    ),
+    click.option(
         "--anchor",
         default=None,
         help="Creep guard: also gate against this baseline (a name in --store, a run folder, or "
@@ -285,6 +303,8 @@ def check(
       regress check --baseline main --model cand.gguf --report-md report.md
       regress check --baseline main --model cand.gguf --name "PR 42 (Q4_0)"
       regress check --baseline main --model cand.gguf --sequential
+      regress check -b main -m cand.gguf --sequential --max-looks 1 --save-run cand/
+      regress check -b main -m cand.gguf --continue cand/ --save-run cand2/
       regress check --baseline main --model cand.gguf --anchor release-1.0
       regress check --baseline main --model cand.gguf --shard 0/2 --save-run shard0/
       regress merge shard0/ shard1/ -o cand/ && regress check -b main --candidate-run cand/
@@ -293,6 +313,8 @@ def check(
       regress check --baseline-samples base.eval --candidate-samples cand.eval
     """
     sides.refuse_bad_combinations()
+    if (gate.max_looks or gate.continue_run) and sides.model is None:
+        raise click.UsageError("--max-looks and --continue need --model: a sequential check")
     if where.shard and where.save_run is None:
         raise click.UsageError("--shard needs --save-run DIR; gate the merged run afterwards")
     if where.save_run:
@@ -332,7 +354,8 @@ def check_options(
     its own), the anchor run and bench timings loaded, so a missing file is bad input
     before any model runs."""
     policy = load_policy(policy_path)
-    if gate.sequential and policy.sequential is None:
+    # The next look of a continued check runs under the same design: a sequential one.
+    if (gate.sequential or gate.max_looks or gate.continue_run) and policy.sequential is None:
         policy = replace(policy, sequential=SequentialDesign())
     if gate.anchor is not None:
         policy = replace(policy, anchor=gate.anchor)
@@ -358,6 +381,8 @@ def check_options(
         candidate_name=candidate_name,
         anchor=anchor_run,
         ttft_ms=ttft_ms,
+        max_looks=gate.max_looks,
+        resume=read_run(gate.continue_run) if gate.continue_run is not None else None,
     )
 
 

@@ -14,6 +14,8 @@ arrays, importing nothing else of regress, so any wing may use them.
 - `stratified`: the stratified estimate and test of a proxy baseline.
 - `perplexity`: the corpus-level perplexity tests.
 - `operating`: exact operating characteristics of the gate (docs/gate.md's tables).
+- `eprocess`: the anytime-valid mixture betting e-process of the paired margin test.
+- `design_choice`: the spending design and the e-process measured exactly on one grid.
 
 Other wings import from this package only (tests/test_layout.py keeps them to it).
 """
@@ -29,6 +31,19 @@ from regress.stats.decision import (
     inconclusive,
     regression,
 )
+from regress.stats.design_choice import (
+    DESIGN_DISCORDANCES,
+    DESIGN_DROPS,
+    DESIGNS,
+    EPROCESS_LOOKS,
+    POOLS,
+    SPENDING_DESIGN,
+    DesignPoint,
+    design_cells,
+    design_point,
+    largest_size,
+    used_quantile,
+)
 from regress.stats.drops import (
     BoundedDrop,
     DropTest,
@@ -38,6 +53,12 @@ from regress.stats.drops import (
     RelativeIncrease,
     StudentizedShift,
     bisect_bound,
+)
+from regress.stats.eprocess import (
+    BETS,
+    eprocess_law,
+    eprocess_pvalue,
+    log_wealth,
 )
 from regress.stats.margin import (
     BOUND_TOLERANCE,
@@ -146,6 +167,21 @@ from regress.stats.stratified import (
 )
 
 __all__ = [
+    "DESIGN_DISCORDANCES",
+    "DESIGN_DROPS",
+    "DESIGNS",
+    "EPROCESS_LOOKS",
+    "POOLS",
+    "SPENDING_DESIGN",
+    "DesignPoint",
+    "design_cells",
+    "design_point",
+    "largest_size",
+    "used_quantile",
+    "BETS",
+    "eprocess_law",
+    "eprocess_pvalue",
+    "log_wealth",
     "RecoveryPoint",
     "ALPHA",
     "BOUND_TOLERANCE",
