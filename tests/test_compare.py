@@ -497,6 +497,8 @@ def test_plan_baseline_gives_each_unit_its_mde_and_n():
     assert arc.n_needed == accuracy_n(0.12, 0.04, 0.02, Rule.MARGIN, 0.025, 0.8)
     assert (mmlu.n, mmlu.rule, mmlu.threshold) == (600, Rule.CHANGE, 0.03)
     assert mmlu.n_needed == accuracy_n(0.12, 0.06, 0.03, Rule.CHANGE, 0.025, 0.8)
+    # A PASS needs every unit's within test, each at the full alpha (an intersection).
+    assert arc.n_to_pass == pass_n(0.12, 0.02, 0.05, 0.8) < pass_n(0.12, 0.02, 0.025, 0.8)
     (arc,) = plan_baseline(runs({"arc_easy": (500, 0, 0)})[0], Policy(), 0.12, drop=0.05)
     assert arc.n_needed == accuracy_n(0.12, 0.05, 0.02, Rule.MARGIN, 0.05, 0.8)
 

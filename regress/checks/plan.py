@@ -121,7 +121,10 @@ def plan_baseline(
                 n_needed=accuracy_n(discordance, target, threshold, rule, alpha, policy.power)
                 if accuracy and target > 0
                 else None,
-                n_to_pass=pass_n(discordance, threshold, alpha, policy.power) if accuracy else None,
+                # At the full alpha: the gate's PASS is an intersection of the units' tests.
+                n_to_pass=pass_n(discordance, threshold, policy.alpha, policy.power)
+                if accuracy
+                else None,
                 expected_n=sequential_n(policy.sequential, n, discordance, threshold, alpha)
                 if accuracy and policy.sequential is not None
                 else None,

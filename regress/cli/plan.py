@@ -197,11 +197,13 @@ def plan(
         f"(rule {rule}, max_drop {max_drop:.1%}, one-sided alpha {alpha / units:.4g}, "
         f"power {power:.0%})"
     )
-    to_pass = pass_n(discordance, max_drop, alpha / units, power)
+    # A PASS is an intersection of the units' tests, each at the full alpha.
+    to_pass = pass_n(discordance, max_drop, alpha, power)
     if to_pass is not None:
         click.echo(
             f"n = {to_pass} examples per unit to show an unchanged candidate within max_drop "
-            f"{max_drop:.1%} (a PASS under pass_requires: evidence), with the same alpha and power"
+            f"{max_drop:.1%} (a PASS under pass_requires: evidence), at the full alpha "
+            f"{alpha:.4g} and the same power"
         )
 
 
