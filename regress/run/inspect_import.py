@@ -83,7 +83,7 @@ def read_inspect_log(path: Path, name: str, scorer: str | None = None) -> Run:
 
 
 def _scorer(log: EvalLog, wanted: str | None, path: Path) -> str:
-    names = [s.name for s in log.eval.scorers or []]
+    names: list[str] = [s.name for s in log.eval.scorers or []]
     if not names:
         raise BadInput(f"{path}: the log names no scorer")
     if wanted is None:
