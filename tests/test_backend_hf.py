@@ -188,10 +188,10 @@ def test_output_head_runs_only_where_scored_and_changes_nothing(
 def test_prefix_cache_runs_each_few_shot_block_once_and_keeps_the_answers(
     backend: HFBackend, data_dir: Path
 ) -> None:
-    # Two 5-shot MMLU questions share their subject's few-shot block and TruthfulQA's questions
+    # Two 2-shot MMLU questions share their subject's few-shot block and TruthfulQA's questions
     # share its six-question primer; ARC's 0-shot prompt has no blank line and runs whole.
     specs = [
-        TaskSpec(get_tasks(["mmlu_anatomy"])[0], 5, 2),
+        TaskSpec(get_tasks(["mmlu_anatomy"])[0], 2, 2),
         TaskSpec(get_tasks(["truthfulqa_mc1"])[0], None, 2),
         TaskSpec(get_tasks(["arc_easy"])[0], 0, 1),
     ]

@@ -302,10 +302,10 @@ def test_plan_times_a_sample_of_the_baseline_on_the_real_model(smollm2_path):
     """`plan --time` runs a seeded sample of the committed baseline on SmolLM2 and prices the
     whole gate by the tokens the baseline's records hold."""
     main = Store(Path(__file__).resolve().parents[1] / "baselines").load("main")
-    measured = measure_throughput(main, TimingOptions(str(smollm2_path), examples=24))
+    measured = measure_throughput(main, TimingOptions(str(smollm2_path), examples=8))
     records = [r for found in main.records.values() for r in found]
     total = sum(r.tokens["prompt"] + r.tokens["completion"] for r in records)
-    assert measured.examples == 24 and measured.backend == "llama_cpp"
+    assert measured.examples == 8 and measured.backend == "llama_cpp"
     assert 0 < measured.tokens < total and measured.seconds > 0 and measured.load_seconds > 0
     plans = plan_baseline(main, Policy(sequential=SequentialDesign()), 0.12)
     spent = gate_time(plans, measured)
@@ -313,9 +313,9 @@ def test_plan_times_a_sample_of_the_baseline_on_the_real_model(smollm2_path):
     result = CliRunner().invoke(
         cli,
         ["plan", "--baseline", "main", "--store", str(Path(__file__).resolve().parents[1] /
-         "baselines"), "--sequential", "--time", str(smollm2_path), "--time-examples", "24"],
+         "baselines"), "--sequential", "--time", str(smollm2_path), "--time-examples", "8"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "tokens/s, measured on 24 examples" in result.output
+    assert "tokens/s, measured on 8 examples" in result.output
     assert "fixed gate, every example:" in result.output
     assert "sequential gate, expected:" in result.output
