@@ -27,7 +27,7 @@ def eval_out(tmp_path_factory) -> Path:
         "-t",
         "builtin_arithmetic,builtin_comparison",
         "--limit",
-        "20",
+        "10",
         "-o",
         str(out / "lm"),
         "--log-samples",
@@ -46,7 +46,7 @@ def test_header_line_and_model_folder_as_lm_eval(eval_out):
     lines = (eval_out / "output.txt").read_text().splitlines()
     header = next(line for line in lines if line.startswith("llama_cpp ("))
     assert header == (
-        "llama_cpp (pretrained=smollm2-135m), gen_kwargs: (None), limit: 20.0, "
+        "llama_cpp (pretrained=smollm2-135m), gen_kwargs: (None), limit: 10.0, "
         "num_fewshot: None, batch_size: 1"
     )
     assert [p.name for p in (eval_out / "lm").iterdir()] == ["smollm2-135m"]
@@ -60,7 +60,7 @@ def test_results_file_has_lm_eval_shape(eval_out):
     assert 0.0 <= task["acc,none"] <= 1.0 and task["acc_stderr,none"] > 0
     assert "acc_norm,none" in task
     assert doc["group_subtasks"]["builtin"] == ["builtin_arithmetic", "builtin_comparison"]
-    assert doc["n-samples"]["builtin_arithmetic"] == {"original": 20, "effective": 20}
+    assert doc["n-samples"]["builtin_arithmetic"] == {"original": 10, "effective": 10}
     assert doc["n-shot"]["builtin_arithmetic"] == 0
     assert doc["higher_is_better"]["builtin_arithmetic"]["acc"] is True
     assert set(doc["configs"]) == {"builtin_arithmetic", "builtin_comparison"}
@@ -76,7 +76,7 @@ def test_samples_match_records(eval_out):
         .read_text()
         .splitlines()
     ]
-    assert len(lines) == len(records) == 20
+    assert len(lines) == len(records) == 10
     first = lines[0]
     assert set(first) >= {
         "doc_id",
@@ -108,7 +108,7 @@ def test_two_runs_give_byte_identical_records(eval_out, tmp_path):
         "-t",
         "builtin_arithmetic,builtin_comparison",
         "--limit",
-        "20",
+        "10",
         "--save-run",
         str(tmp_path / "again"),
         "--no-cache",

@@ -18,7 +18,7 @@ from regress.gate.format_spread import format_spreads
 
 pytestmark = pytest.mark.model
 
-N = 20
+N = 10
 """Arithmetic questions per format: the mechanics, not a measurement."""
 
 
