@@ -20,7 +20,8 @@ from regress.gate.outcomes import gold_probability
 from regress.gate.policy import Estimand, Policy, UnitPolicy, load_policy
 from regress.gate.results import UnitKind, Verdict
 from regress.report.markdown import render_markdown
-from regress.stats import BoundedDrop, Side, bounded_mean_pvalue
+from regress.stats import BoundedDrop, Direction, Side, bounded_mean_pvalue
+from regress.stats.bounded_mean import TOLERANCE
 
 ALPHA = 0.05
 P_GOLD = Policy(units={"arc": UnitPolicy(estimand=Estimand.P_GOLD, max_drop=0.02)})
@@ -202,3 +203,134 @@ def test_the_kl_test_holds_its_size_at_max_kl_under_skew():
     below = bounded_mean_pvalue(values, max_kl, "below", 0.0, KL_CAP) < ALPHA
     limit = ALPHA + 2 * (ALPHA * (1 - ALPHA) / 4000) ** 0.5
     assert above.mean() <= limit and below.mean() <= limit
+
+
+def _drop_samples(seed: int, count: int, range_: tuple[float, float]) -> list[np.ndarray]:
+    """Seeded samples in `range_` of the shapes a gate meets: spread, skewed (a few large
+    moves), rounded to ties, constant, and ordered with the large values first (where a
+    betting test's wealth peaks early and the whole sample's mean is rejected too)."""
+    rng = np.random.default_rng(seed)
+    low, high = range_
+    width = high - low
+    samples = []
+    for i in range(count):
+        n = int(rng.choice([30, 150, 600, 2000]))
+        centre = low + width * rng.uniform(0.4, 0.6) if low < 0 else width * rng.uniform(0, 0.1)
+        shape = i % 5
+        if shape == 0:
+            x = centre + rng.normal(0, width * rng.uniform(0.01, 0.2), n)
+        elif shape == 1:
+            x = np.where(rng.random(n) < rng.uniform(0.01, 0.05), high * 0.9, centre)
+        elif shape == 2:
+            x = np.round(centre + rng.normal(0, 0.05 * width, n), 2)
+        elif shape == 3:
+            x = np.full(n, centre)
+        else:
+            x = np.sort(centre + rng.exponential(0.05 * width, n))[::-1]
+        samples.append(np.clip(x, low, high))
+    return samples
+
+
+@pytest.mark.parametrize(("range_", "seed"), [((-1.0, 1.0), 60), ((0.0, KL_CAP), 61)])
+def test_the_betting_p_is_monotone_in_the_margin(range_, seed):
+    """The proof in regress.stats.bounded_mean, checked on a grid of margins over seeded
+    samples of both estimands' ranges: p of "mean <= margin" never falls as the margin rises,
+    p of "mean >= margin" never rises. So the margins a test rejects are one run and its
+    bound is that run's edge."""
+    low, high = range_
+    margins = np.linspace(low, high, 201)
+    for x in _drop_samples(seed, 10, range_):
+        rows = np.broadcast_to(x, (margins.size, x.size))
+        above = bounded_mean_pvalue(rows, margins, Direction.ABOVE, low, high)
+        below = bounded_mean_pvalue(rows, margins, Direction.BELOW, low, high)
+        assert np.all(np.diff(above) >= 0) and np.all(np.diff(below) <= 0), x.size
+        assert above[0] < 1 or np.all(x == low)  # a value above the range's floor refutes it
+
+
+@pytest.mark.parametrize(("range_", "seed"), [((-1.0, 1.0), 62), ((0.0, KL_CAP), 63)])
+def test_bound_and_verdict_agree_for_both_estimands_over_a_seeded_sweep(range_, seed):
+    """Seeded samples, both sides, at the unit's alpha and a Holm level: the test rejects
+    every margin from the bound outward (up to the range's end) and keeps one a tolerance
+    past it, so "the margin lies beyond the bound", which a verdict asks, is what the test
+    rejects and a verdict always agrees with its bound."""
+    low, high = range_
+    step = 2 * TOLERANCE * (high - low)
+    for x in _drop_samples(seed, 10, range_):
+        test = BoundedDrop(x, low, high)
+        for level in (0.05, 0.0125):
+            for side in Side:
+                bound = test.bound(level, side)
+                outward = -1 if side is Side.BEYOND else 1  # the side the test rejects
+                end = low if side is Side.BEYOND else high
+                if test.pvalue(end, side) >= level:  # nothing rejected: the trivial bound
+                    assert bound == end
+                    continue
+                for margin in np.linspace(bound, end, 7):
+                    assert test.pvalue(float(margin), side) < level, (x.size, side, margin)
+                assert test.pvalue(bound - outward * step, side) >= level, (x.size, side)
+
+
+def _gold_runs(drops: np.ndarray):
+    """Runs whose gold choices' probabilities drop by `drops`, in doc order, no answer
+    flipping: the baseline gives the gold choice 0.9 of a two-choice softmax."""
+    gold = np.log(0.9 / 0.1)
+    base = [[float(gold), 0.0] for _ in drops]
+    theirs = 0.9 - drops
+    cand = [[float(np.log(p / (1 - p))), 0.0] for p in theirs]
+    return _runs(base, cand)
+
+
+def _verdict_by_bounds(threshold: float, at_least: float, at_most: float) -> Verdict:
+    """The verdict the bounds shown beside it claim: shown beyond, else shown within."""
+    if threshold < at_least:
+        return Verdict.REGRESSION
+    return Verdict.PASS if threshold > at_most else Verdict.INCONCLUSIVE
+
+
+def _early_or_not(early: bool) -> np.ndarray:
+    """400 seeded drops of a gold choice's probability, the large ones first if `early`."""
+    drops = np.clip(np.random.default_rng(64).normal(0.03, 0.05, 400), -0.05, 0.35)
+    return np.sort(drops)[::-1] if early else drops
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_p_gold_verdicts_follow_the_bounds_a_hair_either_side_of_them(early):
+    """A p_gold unit gated at a max_drop a hair either side of each of its bounds: the verdict
+    is the one the bounds claim, each bound the edge of the margins the betting test rejects
+    at the level the gate reports. `early` puts the large drops first, where the test's
+    wealth peaks early: the lower bound then exceeds the sample's mean (the bounds may even
+    cross), which the old bisection from the mean missed (issue 50)."""
+    drops = _early_or_not(early)
+    b, c = _gold_runs(drops)
+    [unit] = compare(b, c, P_GOLD).units
+    pairs = zip(b.records["arc"], c.records["arc"], strict=True)
+    test = BoundedDrop(np.array([gold_probability(x) - gold_probability(y) for x, y in pairs]))
+    at_least = test.bound(unit.bounds.at_least_level, Side.BEYOND)
+    at_most = test.bound(unit.bounds.at_most_level, Side.WITHIN)
+    assert (unit.bounds.at_least, unit.bounds.at_most) == (at_least, at_most)
+    assert (at_least > float(np.mean(test.drops))) is early
+    for max_drop in (at_least - 1e-4, at_least + 1e-4, at_most - 1e-4, at_most + 1e-4):
+        policy = Policy(units={"arc": UnitPolicy(estimand=Estimand.P_GOLD, max_drop=max_drop)})
+        [gated] = compare(b, c, policy).units
+        assert gated.verdict is _verdict_by_bounds(max_drop, at_least, at_most), gated.reason
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_divergence_verdicts_follow_the_bounds_a_hair_either_side_of_them(early):
+    """The same for max_kl on such runs' choice divergences. Before issue 50's fix the
+    early-peaking sample, gated at a max_kl of 0.028, was a REGRESSION printed "at least
+    0.0258" (its mean) "> max_kl 0.028"; its bound is 0.0310."""
+    b, c = _gold_runs(np.clip(1.5 * _early_or_not(early), -0.05, 0.35))
+    pairs = zip(b.records["arc"], c.records["arc"], strict=True)
+    test = BoundedDrop(
+        np.array([_kl(x.scores["loglik"], y.scores["loglik"]) for x, y in pairs]), 0.0, KL_CAP
+    )
+    [moved] = compare(b, c, _kl_policy(0.01)).divergence
+    at_least = test.bound(moved.at_least_level, Side.BEYOND)
+    at_most = test.bound(moved.at_most_level, Side.WITHIN)
+    assert moved.at_least == pytest.approx(at_least, abs=1e-9)
+    assert moved.at_most == pytest.approx(at_most, abs=1e-9)
+    assert (at_least > moved.mean_kl) is early
+    for max_kl in (at_least - 1e-5, at_least + 1e-5, at_most - 1e-5, at_most + 1e-5):
+        [gated] = compare(b, c, _kl_policy(max_kl)).divergence
+        assert gated.verdict is _verdict_by_bounds(max_kl, at_least, at_most), gated.reason

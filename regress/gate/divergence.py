@@ -29,7 +29,7 @@ from regress.gate.outcomes import UnitKind, unit_kind
 from regress.gate.policy import Policy
 from regress.gate.rule import Context, Corrected, Family, Test
 from regress.gate.verdict import Verdict, worst
-from regress.stats import Direction, PassRequires, Side, bisect_bound, bounded_mean_pvalue
+from regress.stats import BoundedDrop, PassRequires, Side
 from regress.stats import kl_divergence_choices as choice_divergence
 
 KL_CAP = 1.0
@@ -167,9 +167,8 @@ def divergence_test(capped: np.ndarray, max_kl: float) -> tuple[float, float]:
     H0 "mean capped KL >= max_kl" (small: shown below it), by betting on values in [0, cap]."""
     if capped.size == 0:
         return 1.0, 1.0
-    above = bounded_mean_pvalue(capped, max_kl, Direction.ABOVE, 0.0, KL_CAP)
-    below = bounded_mean_pvalue(capped, max_kl, Direction.BELOW, 0.0, KL_CAP)
-    return float(above), float(below)
+    test = BoundedDrop(capped, 0.0, KL_CAP)
+    return test.pvalue(max_kl, Side.BEYOND), test.pvalue(max_kl, Side.WITHIN)
 
 
 def _divergence(base: Record, cand: Record) -> float:
@@ -186,17 +185,11 @@ def _divergence(base: Record, cand: Record) -> float:
 
 
 def _bound(values: np.ndarray, level: float, side: Side) -> float | None:
-    """The mean capped KL's one-sided bound at `level` (BEYOND: at least; WITHIN: at most)."""
+    """The mean capped KL's one-sided bound at `level` (BEYOND: at least; WITHIN: at most):
+    the edge of the values of max_kl the betting test rejects, which a verdict asks to clear."""
     if values.size == 0:
         return None
-    shown = Direction.ABOVE if side is Side.BEYOND else Direction.BELOW
-
-    def pvalue(bound: float, _: Side) -> float:
-        return float(bounded_mean_pvalue(values, bound, shown, 0.0, KL_CAP))
-
-    spread = float(np.std(values)) / np.sqrt(values.size) or KL_CAP / values.size
-    found = bisect_bound(pvalue, level, side, float(values.mean()), spread)
-    return min(max(found, 0.0), KL_CAP)
+    return BoundedDrop(values, 0.0, KL_CAP).bound(level, side)
 
 
 def _decided(result: DivergenceResult, policy: Policy) -> DivergenceResult:
@@ -206,7 +199,11 @@ def _decided(result: DivergenceResult, policy: Policy) -> DivergenceResult:
         why = f"only {result.n} paired examples (min_examples {policy.min_examples})"
         return replace(result, verdict=Verdict.INCONCLUSIVE, reason=why)
     failing = result.fail_adjusted_pvalue
-    if failing is not None and failing < policy.alpha:
+    # A verdict needs its bound past max_kl too: then verdict and bound cannot disagree, and
+    # as the test's p is monotone in max_kl the bound's edge rejects only what the test does.
+    above = result.at_least is not None and result.at_least > result.max_kl
+    below = result.at_most is not None and result.at_most < result.max_kl
+    if failing is not None and failing < policy.alpha and above:
         why = (
             f"{shown}, at least {result.at_least:.4f} > {limit} "
             f"(adj. p {failing:.3g} < alpha {policy.alpha})"
@@ -215,7 +212,7 @@ def _decided(result: DivergenceResult, policy: Policy) -> DivergenceResult:
     met = result.pass_adjusted_pvalue
     if policy.pass_requires is PassRequires.NO_EVIDENCE_OF_HARM:
         return replace(result, verdict=Verdict.PASS, reason=f"{shown}: not shown above {limit}")
-    if met is not None and met < policy.alpha:
+    if met is not None and met < policy.alpha and below:
         why = f"{shown}, at most {result.at_most:.4f}: within {limit}"
         return replace(result, verdict=Verdict.PASS, reason=why)
     why = f"{shown}, may be as high as {result.at_most:.4f}: not shown within {limit}"

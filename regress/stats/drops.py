@@ -4,13 +4,15 @@ Every kind of unit answers the same two one-sided questions (regress.stats.margi
 is the drop shown BEYOND a margin (a REGRESSION), is it shown WITHIN it (a PASS that needs
 evidence)? The bound a report prints beside a verdict is the inversion of the very test that
 decided it, at the level the family-wise correction applied (for paired counts, up to the
-exact p-value's non-monotonicity in the margin: regress.stats.margin).
+exact p-value's non-monotonicity in the margin: regress.stats.margin, whose bound is the edge
+of the margins it rejects, as a betting test's is).
 
 - `PairedCounts`: accuracy units, the exact unconditional test of regress.stats.margin;
 - `NormalShift`: a normal estimate with a standard error (a proxy's stratified estimate);
 - `StudentizedShift`: a bootstrap-t resampling distribution (scores);
-- `BoundedDrop`: the betting test of per-example drops known to lie in [-1, 1] (a gold
-  choice's probability, regress.stats.bounded_mean), valid under any skew;
+- `BoundedDrop`: the betting test of per-example drops known to lie in a range (a gold
+  choice's probability, a capped divergence; regress.stats.bounded_mean), valid under any
+  skew;
 - `RelativeIncrease`: a log-ratio's test asked as a relative increase (perplexity, whose
   log-ratio test is regress.stats.perplexity.CorpusShift).
 
@@ -27,7 +29,7 @@ from typing import Protocol
 import numpy as np
 from scipy import stats as sps
 
-from regress.stats.bounded_mean import Direction, bounded_mean_pvalue
+from regress.stats.bounded_mean import Direction, bounded_mean_bound, bounded_mean_pvalue
 from regress.stats.margin import BOUND_TOLERANCE, Side, drop_bound, margin_pvalue
 
 
@@ -112,20 +114,27 @@ class StudentizedShift:
 
 @dataclass(frozen=True)
 class BoundedDrop:
-    """Per-example drops (baseline minus candidate) of values in [0, 1], in the run's order,
-    tested by betting: valid at any n and under any skew, since the values' range is known."""
+    """Per-example drops known to lie in [low, high], in the run's order, tested by betting:
+    valid at any n and under any skew, since the values' range is known. A difference of
+    values in [0, 1] (a gold choice's probability) lies in [-1, 1]; a capped divergence is a
+    "drop" in [0, cap] (regress.gate.divergence).
+
+    Its p-value is monotone in the margin (regress.stats.bounded_mean), so its bound is the
+    edge of the margins it rejects and a verdict that asks for both agrees with the bound."""
 
     drops: np.ndarray
+    low: float = -1.0
+    high: float = 1.0
 
     def pvalue(self, margin: float, side: Side) -> float:
         """The betting p of H0 "mean drop <= margin" (BEYOND) or ">= margin" (WITHIN)."""
         direction = Direction.ABOVE if Side(side) is Side.BEYOND else Direction.BELOW
-        return float(bounded_mean_pvalue(self.drops, margin, direction, -1.0, 1.0))
+        return float(bounded_mean_pvalue(self.drops, margin, direction, self.low, self.high))
 
     def bound(self, level: float, side: Side) -> float:
-        """The margin where `pvalue` crosses `level`, found by bisection."""
-        spread = float(np.std(self.drops)) / math.sqrt(self.drops.size)
-        return bisect_bound(self.pvalue, level, side, float(np.mean(self.drops)), spread)
+        """The edge of the margins `pvalue` rejects at `level` (bounded_mean_bound)."""
+        direction = Direction.ABOVE if Side(side) is Side.BEYOND else Direction.BELOW
+        return bounded_mean_bound(self.drops, level, direction, self.low, self.high)
 
 
 @dataclass(frozen=True)
