@@ -158,20 +158,25 @@ def test_a_drop_neither_shown_beyond_nor_within_is_inconclusive():
 
 def test_an_undecided_drop_within_its_limit_plans_the_n_that_shows_it_within():
     """One meaning for "the examples that would decide": a drop seen within the limit plans
-    the n that would show an unchanged model within it, and only that."""
+    the n that would show an unchanged model within it, and only that, offered to a new
+    sequential check: rerunning a fixed check on more examples would read its verdict twice
+    (issue 50)."""
     base, cand = runs({"arc_easy": (300, 12, 10)})
     result = compare(base, cand, Policy())
     (unit,) = result.units
     assert unit.verdict is Verdict.INCONCLUSIVE and unit.n_needed is None
     assert unit.n_to_pass == pass_n(22 / 300, 0.02, 0.05, 0.8) > 300
     assert unit.reason.endswith(
-        f"about {unit.n_to_pass:,} examples would show an unchanged model within it"
+        f"; a new sequential check over about {unit.n_to_pass:,} or more examples "
+        "(`regress check --sequential`) could show an unchanged model within it; rerunning "
+        "this one on more would test twice"
     )
     first = render_markdown(result).splitlines()[0]
     assert first.startswith("## regress: ⚠️ INCONCLUSIVE (not blocking): arc_easy")
     step = 10 ** (len(str(unit.n_to_pass)) - 2)  # the headline gives two significant digits
     about = round(unit.n_to_pass / step) * step
-    assert f"about {about:,} examples would show an unchanged model within it" in first
+    assert f"a new sequential check over about {about:,} or more examples" in first
+    assert "would show" not in first and "would test twice" in first
 
 
 def test_a_drop_that_is_not_significant_passes_when_pass_requires_no_evidence_of_harm():

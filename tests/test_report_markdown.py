@@ -82,7 +82,9 @@ ARC = unit(
     verdict=Verdict.INCONCLUSIVE,
     reason=(
         "Δ -5.0 pts: the drop may be up to 8.1 pts (98.75% one-sided, adjusted), not shown "
-        "within max_drop 2.0 pts; about 2,440 examples would show an unchanged model within it"
+        "within max_drop 2.0 pts; a new sequential check over about 2,440 or more examples "
+        "(`regress check --sequential`) could show an unchanged model within it; rerunning "
+        "this one on more would test twice"
     ),
     pass_pvalue=0.97,
     pass_adjusted_pvalue=1.0,
@@ -286,9 +288,10 @@ spread. What each verdict means: docs/gate.md, "What the verdicts mean".
 ### Notes
 
 - ⚠️ **arc_easy**: Δ -5.0 pts: the drop may be up to 8.1 pts (98.75% one-sided, adjusted), not \
-shown within max_drop 2.0 pts; about 2,440 examples would show an unchanged model within it; \
-n≈2,305 would give 80% power against a drop of 4.0 pts at the observed discordance (15.0% \
-flipped)
+shown within max_drop 2.0 pts; a new sequential check over about 2,440 or more examples \
+(`regress check --sequential`) could show an unchanged model within it; rerunning this one on \
+more would test twice; n≈2,305 would give 80% power against a drop of 4.0 pts at the observed \
+discordance (15.0% flipped)
 - ❌ **mmlu**: drop of 10.0 pts > max_drop 2.0 pts: at least 5.2 pts (98.75% one-sided, \
 adjusted); adj. p 0.0004 < alpha 0.05 (H0: within max_drop 2.0 pts)
 

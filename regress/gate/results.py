@@ -156,8 +156,10 @@ class UnitResult:
     bounds: DropBounds | None = None
     """The one-sided bounds that agree with the verdict; None without a pair."""
     n_to_pass: int | None = None
-    """INCONCLUSIVE units: examples that would show the drop within the threshold, with the
-    policy's power, if the candidate changed nothing."""
+    """INCONCLUSIVE units of a fixed check: examples that would show the drop within the
+    threshold, with the policy's power, if the candidate changed nothing. The report offers
+    them to a new sequential check (which needs at least as many), never to a rerun of this
+    one: reading a fixed verdict twice tests twice."""
     proxy: ProxyEstimate | None = None
     """Set when the baseline is a proxy: then n, b and c count the sampled examples, while
     baseline, candidate, delta, ci, the p-values, discordance, KL divergence and top-1

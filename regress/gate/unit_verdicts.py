@@ -135,14 +135,22 @@ def _not_shown(unit: UnitResult) -> str:
     bounds = unit.bounds
     reach = _amount(unit, bounds.at_most) if bounds else "unknown"
     level = f" ({_confidence(bounds.at_most_level, False)})" if bounds else ""
-    needed = (
-        f"; about {unit.n_to_pass:,} examples would show an unchanged model within it"
-        if unit.n_to_pass
-        else ""
-    )
+    # A fixed verdict has no legal continuation: rerunning it on a superset tests twice, so
+    # the n is what a new, sequential check would need (issue 50).
+    needed = f"; {rerun_words(f'{unit.n_to_pass:,}')}" if unit.n_to_pass else ""
     return (
         f"{_change(unit)}: the {_noun(unit)} may be up to {reach}{level}, "
         f"not shown within {_limit(unit)}{needed}"
+    )
+
+
+def rerun_words(about: str) -> str:
+    """How an INCONCLUSIVE fixed check's unit could still be shown within its limit, `about`
+    the examples that would take: by a new sequential check, never by rerunning this one."""
+    return (
+        f"a new sequential check over about {about} or more examples "
+        "(`regress check --sequential`) could show an unchanged model within it; rerunning "
+        "this one on more would test twice"
     )
 
 

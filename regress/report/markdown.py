@@ -34,6 +34,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
+from regress.gate.unit_verdicts import rerun_words
 from regress.report.tables import markdown_table
 from regress.stats import PassRequires, Rule
 
@@ -395,7 +396,7 @@ def _plain(unit: UnitResult, policy: Policy) -> str:
         planned = _sized(unit, unit.plan_drop)
         text += f"; about {_about(unit.n_needed)} examples would detect a {planned} {noun}"
     elif unit.n_to_pass:
-        text += f"; about {_about(unit.n_to_pass)} examples would show an unchanged model within it"
+        text += f"; {rerun_words(_about(unit.n_to_pass))}"
     return text
 
 
