@@ -8,7 +8,7 @@ one that cannot be evaluated or decided is INCONCLUSIVE, never a silent PASS.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Self
 
 from regress.core.judgements import Judged, Mode
@@ -25,60 +25,30 @@ from regress.gate.requirements import (
     settle,
 )
 from regress.gate.results import UnitKind
-from regress.gate.rule import Context, Corrected, Family, Test
-from regress.gate.unit_verdicts import or_one
-from regress.gate.verdict import Verdict, worst
+from regress.gate.rule import Context, Corrected, TwoSided
 from regress.stats import PassRequires
 
 
 @dataclass(frozen=True)
-class DecisionGates:
-    """Every decision gate of the policy, measured; decided once settled."""
-
-    results: tuple[RequirementResult, ...]
-
-    def tests(self) -> tuple[Test, ...]:
-        """Each evaluated gate's test of failing and its test of being met."""
-        found: list[Test] = []
-        for result in self.results:
-            if result.fail_pvalue is not None:
-                found += [
-                    Test(Family.FAIL, result.fail_pvalue),
-                    Test(Family.PASS, or_one(result.pass_pvalue)),
-                ]
-        return tuple(found)
-
-    def repeated(self, at_look: Callable[[float], float]) -> Self:
-        """Every gate's two p-values as repeated p-values."""
-        return replace(
-            self,
-            results=tuple(
-                replace(
-                    r,
-                    fail_pvalue=None if r.fail_pvalue is None else at_look(r.fail_pvalue),
-                    pass_pvalue=None if r.pass_pvalue is None else at_look(r.pass_pvalue),
-                )
-                for r in self.results
-            ),
-        )
+class DecisionGates(TwoSided[RequirementResult]):
+    """Every decision gate of the policy, measured; decided once settled. A gate that could
+    not be evaluated has no p-value and puts no test in the families."""
 
     def settled(
         self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
     ) -> Self:
         """Each gate decided on its corrected tests."""
-        given = iter(corrected)
         evidence = policy.pass_requires is PassRequires.EVIDENCE
-        decided = []
-        for result in self.results:
-            failing = met = None
-            if result.fail_pvalue is not None:
-                failing, met = next(given).pvalue, next(given).pvalue
-            decided.append(settle(result, failing, met, policy.alpha, evidence))
-        return replace(self, results=tuple(decided))
 
-    def verdict(self) -> Verdict | None:
-        """The worst verdict of a gate."""
-        return worst([r.verdict for r in self.results])
+        def tested(
+            _: int, result: RequirementResult, failing: Corrected, met: Corrected
+        ) -> RequirementResult:
+            return settle(result, failing.pvalue, met.pvalue, policy.alpha, evidence)
+
+        def untested(result: RequirementResult) -> RequirementResult:
+            return settle(result, None, None, policy.alpha, evidence)
+
+        return self.each_settled(corrected, tested, untested)
 
 
 def measure_gates(

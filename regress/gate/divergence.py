@@ -27,8 +27,8 @@ from regress.core.errors import BadInput
 from regress.core.records import Record
 from regress.gate.outcomes import UnitKind, unit_kind
 from regress.gate.policy import Policy
-from regress.gate.rule import Context, Corrected, Family, Test
-from regress.gate.verdict import Verdict, worst
+from regress.gate.rule import Context, Corrected, TwoSided
+from regress.gate.verdict import Verdict
 from regress.stats import BoundedDrop, PassRequires, Side
 from regress.stats import kl_divergence_choices as choice_divergence
 
@@ -67,56 +67,34 @@ class DivergenceResult:
 
 
 @dataclass(frozen=True)
-class Divergence:
+class Divergence(TwoSided[DivergenceResult]):
     """Every gated unit with a `max_kl`, measured; decided once settled."""
 
-    results: tuple[DivergenceResult, ...]
     samples: tuple[np.ndarray, ...] = ()
     """Each result's capped divergences in the order tested (its bounds invert the test on
     them); empty once only the verdicts are needed."""
-
-    def tests(self) -> tuple[Test, ...]:
-        """Each unit's test of failing and its test of being met."""
-        return tuple(
-            test
-            for r in self.results
-            for test in (Test(Family.FAIL, r.fail_pvalue), Test(Family.PASS, r.pass_pvalue))
-        )
-
-    def repeated(self, at_look: Callable[[float], float]) -> Self:
-        """Both p-values of every unit as repeated p-values."""
-        return replace(
-            self,
-            results=tuple(
-                replace(r, fail_pvalue=at_look(r.fail_pvalue), pass_pvalue=at_look(r.pass_pvalue))
-                for r in self.results
-            ),
-        )
 
     def settled(
         self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
     ) -> Self:
         """Each unit decided on its corrected tests, with the bounds that agree."""
-        given = iter(corrected)
-        decided = []
-        for result, values in zip(self.results, self.samples, strict=True):
-            failing, met = next(given), next(given)
+
+        def settle(
+            at: int, result: DivergenceResult, failing: Corrected, met: Corrected
+        ) -> DivergenceResult:
             high, low = nominal(failing.level), nominal(met.level)
             result = replace(
                 result,
                 fail_adjusted_pvalue=failing.pvalue,
                 pass_adjusted_pvalue=met.pvalue,
-                at_least=_bound(values, high, Side.BEYOND),
+                at_least=_bound(self.samples[at], high, Side.BEYOND),
                 at_least_level=high,
-                at_most=_bound(values, low, Side.WITHIN),
+                at_most=_bound(self.samples[at], low, Side.WITHIN),
                 at_most_level=low,
             )
-            decided.append(_decided(result, policy))
-        return replace(self, results=tuple(decided))
+            return _decided(result, policy)
 
-    def verdict(self) -> Verdict | None:
-        """The worst verdict of a unit's divergence."""
-        return worst([r.verdict for r in self.results])
+        return self.each_settled(corrected, settle)
 
 
 def measure(context: Context) -> Divergence:

@@ -24,8 +24,8 @@ from typing import Self
 from regress.core.errors import BadInput
 from regress.gate.outcomes import UnitKind, metric_of, outcome_value, unit_kind
 from regress.gate.policy import Policy
-from regress.gate.rule import Context, Corrected, Family, Test
-from regress.gate.verdict import Verdict, worst
+from regress.gate.rule import Context, Corrected, TwoSided
+from regress.gate.verdict import Verdict
 from regress.stats import PassRequires, Side, drop_bound, margin_pvalue
 
 
@@ -62,37 +62,17 @@ class RecoveryResult:
 
 
 @dataclass(frozen=True)
-class Recovery:
+class Recovery(TwoSided[RecoveryResult]):
     """Every gated unit with a `max_relative_drop`, measured; decided once settled."""
-
-    results: tuple[RecoveryResult, ...]
-
-    def tests(self) -> tuple[Test, ...]:
-        """Each unit's test of failing and its test of being met."""
-        return tuple(
-            test
-            for r in self.results
-            for test in (Test(Family.FAIL, r.fail_pvalue), Test(Family.PASS, r.pass_pvalue))
-        )
-
-    def repeated(self, at_look: Callable[[float], float]) -> Self:
-        """Both p-values of every unit as repeated p-values."""
-        return replace(
-            self,
-            results=tuple(
-                replace(r, fail_pvalue=at_look(r.fail_pvalue), pass_pvalue=at_look(r.pass_pvalue))
-                for r in self.results
-            ),
-        )
 
     def settled(
         self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
     ) -> Self:
         """Each unit decided on its corrected tests, with the bounds that agree."""
-        given = iter(corrected)
-        decided = []
-        for result in self.results:
-            failing, met = next(given), next(given)
+
+        def settle(
+            _: int, result: RecoveryResult, failing: Corrected, met: Corrected
+        ) -> RecoveryResult:
             high, low = nominal(failing.level), nominal(met.level)
             result = replace(
                 result,
@@ -103,12 +83,9 @@ class Recovery:
                 at_least=_bound(result, low, Side.WITHIN),
                 at_least_level=low,
             )
-            decided.append(_decided(result, policy))
-        return replace(self, results=tuple(decided))
+            return _decided(result, policy)
 
-    def verdict(self) -> Verdict | None:
-        """The worst verdict of a unit's recovery."""
-        return worst([r.verdict for r in self.results])
+        return self.each_settled(corrected, settle)
 
 
 def measure(context: Context) -> Recovery:
