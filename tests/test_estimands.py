@@ -14,13 +14,14 @@ from test_compare import info, record, run
 
 from regress.core.errors import BadInput
 from regress.core.records import Status
-from regress.gate.compare import compare
+from regress.gate.compare import compare, judge
 from regress.gate.divergence import KL_CAP
 from regress.gate.outcomes import gold_probability
+from regress.gate.pairing import pair
 from regress.gate.policy import Estimand, Policy, UnitPolicy, load_policy
 from regress.gate.results import UnitKind, Verdict
 from regress.report.markdown import render_markdown
-from regress.stats import BoundedDrop, Direction, Side, bounded_mean_pvalue
+from regress.stats import BoundedDrop, Direction, SequentialDesign, Side, bounded_mean_pvalue
 from regress.stats.bounded_mean import TOLERANCE
 
 ALPHA = 0.05
@@ -315,16 +316,19 @@ def test_p_gold_verdicts_follow_the_bounds_a_hair_either_side_of_them(early):
         assert gated.verdict is _verdict_by_bounds(max_drop, at_least, at_most), gated.reason
 
 
+def _divergences(base, cand) -> np.ndarray:
+    """Each example's choice divergence, by the oracle, in doc order."""
+    pairs = zip(base.records["arc"], cand.records["arc"], strict=True)
+    return np.array([_kl(x.scores["loglik"], y.scores["loglik"]) for x, y in pairs])
+
+
 @pytest.mark.parametrize("early", [False, True])
 def test_divergence_verdicts_follow_the_bounds_a_hair_either_side_of_them(early):
     """The same for max_kl on such runs' choice divergences. Before issue 50's fix the
     early-peaking sample, gated at a max_kl of 0.028, was a REGRESSION printed "at least
     0.0258" (its mean) "> max_kl 0.028"; its bound is 0.0310."""
     b, c = _gold_runs(np.clip(1.5 * _early_or_not(early), -0.05, 0.35))
-    pairs = zip(b.records["arc"], c.records["arc"], strict=True)
-    test = BoundedDrop(
-        np.array([_kl(x.scores["loglik"], y.scores["loglik"]) for x, y in pairs]), 0.0, KL_CAP
-    )
+    test = BoundedDrop(_divergences(b, c), 0.0, KL_CAP)
     [moved] = compare(b, c, _kl_policy(0.01)).divergence
     at_least = test.bound(moved.at_least_level, Side.BEYOND)
     at_most = test.bound(moved.at_most_level, Side.WITHIN)
@@ -334,3 +338,26 @@ def test_divergence_verdicts_follow_the_bounds_a_hair_either_side_of_them(early)
     for max_kl in (at_least - 1e-5, at_least + 1e-5, at_most - 1e-5, at_most + 1e-5):
         [gated] = compare(b, c, _kl_policy(max_kl)).divergence
         assert gated.verdict is _verdict_by_bounds(max_kl, at_least, at_most), gated.reason
+
+
+def test_a_sequential_look_reads_the_divergence_by_its_repeated_pvalues():
+    """At a look of a sequential check the rule's two p-values are their repeated p-values
+    and its bounds are inverted at the look's nominal levels, so bound and verdict still
+    agree (the two-sided rules' shared `repeated`, regress.gate.rule.TwoSided)."""
+    design = SequentialDesign()
+    b, c = _gold_runs(np.clip(1.5 * _early_or_not(False), -0.05, 0.35))
+    paired = pair(b, c, False)
+    [fixed] = judge(b, c, paired, _kl_policy(0.015)).divergence
+    policy = dataclasses.replace(_kl_policy(0.015), sequential=design)
+    for look in range(len(design.looks)):
+        [moved] = judge(b, c, paired, policy, look=look).divergence
+        assert moved.fail_pvalue == design.repeated_pvalue(fixed.fail_pvalue, look)
+        assert moved.pass_pvalue == design.repeated_pvalue(fixed.pass_pvalue, look)
+        assert moved.at_least_level == pytest.approx(
+            design.nominal_level(fixed.at_least_level, look)
+        )
+        at_least = BoundedDrop(_divergences(b, c), 0.0, KL_CAP).bound(
+            moved.at_least_level, Side.BEYOND
+        )
+        assert moved.at_least == at_least
+        assert (moved.verdict is Verdict.REGRESSION) is (at_least > 0.015)
