@@ -3,15 +3,17 @@
     .venv/bin/python experiments/perplexity_size.py [--reps 2000] [--resamples 999] [--jobs 2]
         [--wikitext /work/shared/data/wikitext-2/wikitext-2-raw/wiki.test.raw]
 
-Simulates per-document extra losses d_i (nats) and sizes w_i (words) and runs the test of
+Simulates per-document extra losses d_i (nats) and sizes w_i (words) and runs the tests of
 `regress.stats.perplexity` on them: the sign-flip test (the gate's test before issue 25), the
-bootstrap-t test, and the gate's test, which rejects only when both do. Sizes are the share
-of runs with p < 0.05 under five nulls with zero corpus change, for H0 "no increase"
-(`pvalue`) and, on separate runs simulated at exactly a 2% increase, for H0 "increase <= 2%"
-(`margin_pvalue`). Power is for issue 12's constructed case (the longest fifth of documents
-+6% per word, the rest -1%: +2.9% in the corpus with its lengths), and for the same
-construction on WikiText-2's 62 test pages when --wikitext is readable. Pure numpy, seeded:
-every cell draws from its own seed, so --jobs does not change a figure.
+bootstrap-t test, and the gate's test before issue 50, which rejected only when both did;
+beside them the bootstrap-t that also resamples one unseen document in H0's favour, and the
+gate's test now (the larger p of the sign-flip test and that one). Sizes are the share of runs
+with p < 0.05 under five nulls and issue 50's rare-large-gain case, with zero corpus change,
+for H0 "no increase" (`pvalue`) and, on separate runs simulated at exactly a 2% increase, for
+H0 "increase <= 2%" (`margin_pvalue`). Power is for issue 12's constructed case (the longest
+fifth of documents +6% per word, the rest -1%: +2.9% in the corpus with its lengths), and for
+the same construction on WikiText-2's 62 test pages when --wikitext is readable. Pure numpy,
+seeded: every cell draws from its own seed, so --jobs does not change a figure.
 """
 
 from __future__ import annotations
@@ -24,14 +26,17 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from _common import cpu_flags
 
-from regress.stats import BootstrapT, SignFlip
+from regress.stats import BootstrapT, Side, SignFlip, corpus_shift
 from regress.tasks.wikitext import count_words, split_pages
 
 SEED = 20261202
 ALPHA = 0.05
 MARGIN = 0.02
-TESTS = ("sign-flip", "bootstrap-t", "gate (both)")
+TESTS = ("sign-flip", "bootstrap-t", "old gate", "bootstrap-t + unseen", "gate")
+GAIN, GAINING = math.log(0.85), 0.05
+"""Issue 50's rare large gains: 5% of documents 15% better per word."""
 
 Draw = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 """(rng, documents) -> (weights, per-document extra loss with zero corpus change)."""
@@ -75,12 +80,22 @@ def length_heterogeneous(rng: np.random.Generator, n: int) -> tuple[np.ndarray, 
     return w, w * rng.normal(0, 0.01, n) * np.sqrt(w / 630)
 
 
+def rare_gains(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Issue 50's case: 5% of documents 15% better per word, the rest 0.86% worse (zero
+    expected change per word), normal noise (sd 0.3%)."""
+    w = lognormal_lengths(rng, n)
+    rest = -GAINING * GAIN / (1 - GAINING)
+    per_word = np.where(rng.random(n) < GAINING, GAIN, rest) + rng.normal(0, 0.003, n)
+    return w, w * per_word
+
+
 NULLS: dict[str, Draw] = {
     "symmetric": symmetric,
     "right-skewed (quarter 3% worse)": quarter_worse,
     "left-skewed (quarter 3% better)": quarter_better,
     "heavy-tailed (t, 3 df)": heavy_tailed,
     "length-heterogeneous": length_heterogeneous,
+    "rare large gains (5% 15% better)": rare_gains,
 }
 
 
@@ -93,17 +108,24 @@ def longest_fifth(w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def pvalues(
     extra: np.ndarray, w: np.ndarray, nulls: tuple[float, ...], resamples: int, seed: int
 ) -> np.ndarray:
-    """One-sided p of H0 "R <= null" by each test (columns), for each null (rows), built as
-    `corpus_ratio_test` builds them (the same generator, in the same order), so the last
-    column is the gate's own p-value."""
+    """One-sided p of H0 "R <= null" by each test of TESTS (columns), for each null (rows).
+
+    The old tests are built as `corpus_ratio_test` built them before issue 50 (the same
+    generator, in the same order); the last two columns are the module's own `CorpusShift`,
+    whose sign flips draw first from the same seed, so they are the old ones to the bit."""
     rng = np.random.default_rng(seed)
     ratio = float(extra.sum() / w.sum())
     residuals = extra - ratio * w
     se = math.sqrt(float(np.sum(residuals**2))) / float(w.sum())
     flips = SignFlip(extra, w, resamples, rng)
     boot = BootstrapT(ratio, se, residuals, w, resamples, rng)
-    found = [(flips.pvalue(null), boot.pvalue(null)) for null in nulls]
-    return np.array([(flip, bt, max(flip, bt)) for flip, bt in found])
+    shift = corpus_shift(np.zeros(w.size), -extra, w, resamples, seed)
+    unseen = shift.boots[Side.BEYOND]
+    rows = []
+    for null in nulls:
+        flip, bt = flips.pvalue(null), boot.pvalue(null)
+        rows.append((flip, bt, max(flip, bt), unseen.pvalue(null), shift.pvalue(null, Side.BEYOND)))
+    return np.array(rows)
 
 
 def cell(job: tuple[str, int, float, int, int, int]) -> tuple[str, int, float, np.ndarray, float]:
@@ -197,7 +219,14 @@ def main() -> None:
     wikitext = wikitext_power(args.wikitext, args.reps, args.resamples)
     if wikitext is not None:
         power_row("WikiText-2 test pages", 62, *wikitext)
-    print(f"\n{time.perf_counter() - started:.0f} s with {args.jobs} jobs")
+    print(
+        f"\nIn the rare-large-gain case, runs with no gaining document at all (every document "
+        f"worse, as under a uniform increase) are {(1 - GAINING) ** 62:.3f} at 62 documents; "
+        f"with at most one, {(1 - GAINING) ** 62 + 62 * GAINING * (1 - GAINING) ** 61:.3f}."
+    )
+    print(
+        f"\n{time.perf_counter() - started:.0f} s with {args.jobs} jobs; CPU flags: {cpu_flags()}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-"""The perplexity unit's test (regress.stats.perplexity): size under five nulls, and behaviour.
+"""The perplexity unit's test (regress.stats.perplexity): size under six nulls, and behaviour.
 
-The size simulations use 199 resamples per test (docs/results/perplexity-size.md: 999); each
-bound is alpha + 0.01 plus twice the Monte Carlo standard error of its own number of runs.
+The size simulations use 400 runs of 199 resamples per test (docs/results/perplexity-size.md:
+2000 runs of 999); each bound is alpha plus twice the Monte Carlo standard error of a true
+alpha over its runs (0.011 at 400), so a test whose size is alpha passes about 98% of the
+time and the old test's 0.14 in issue 50's case fails.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from regress.stats import CorpusTest, corpus_ratio_test
+from regress.stats import CorpusTest, Side, corpus_ratio_test
+from regress.stats.perplexity import with_unseen_document
 
 ALPHA = 0.05
 
@@ -40,7 +43,15 @@ def _per_word(change: Callable[[np.random.Generator, int], np.ndarray], token_no
     return draw
 
 
-# The five nulls of experiments/perplexity_size.py: zero corpus change in every one.
+def _rare_gains(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Issue 50's case: 5% of documents 15% better per word, the rest just worse enough."""
+    w = _lengths(rng, n)
+    rest = 0.05 * -math.log(0.85) / 0.95
+    per_word = np.where(rng.random(n) < 0.05, math.log(0.85), rest) + rng.normal(0, 0.003, n)
+    return w, w * per_word
+
+
+# The six nulls of experiments/perplexity_size.py: zero corpus change in every one.
 NULLS = {
     "symmetric": _per_word(lambda rng, n: rng.normal(0, 0.01, n), token_noise=True),
     "right-skewed": _per_word(
@@ -53,30 +64,53 @@ NULLS = {
     ),
     "heavy-tailed": _per_word(lambda rng, n: rng.standard_t(3, n) * 0.01, token_noise=True),
     "length-heterogeneous": _length_heterogeneous,
+    "rare large gains": _rare_gains,
 }
 
 
-@pytest.mark.parametrize("n", [62, 200])
-@pytest.mark.parametrize("name", list(NULLS))
-def test_size_under_the_five_nulls(name, n):
-    """P(p < alpha) with no corpus change, and P(margin p < alpha) at exactly the margin."""
-    rng = np.random.default_rng([25, n, list(NULLS).index(name)])
-    runs, margin = 2000, 0.02
-    alarms = margin_alarms = 0
+@pytest.mark.parametrize(
+    ("name", "n"), [(name, 62) for name in NULLS] + [("rare large gains", 200)]
+)
+def test_size_at_the_margin(name, n):
+    """P(margin p < alpha) when the corpus changed by exactly the 2% margin.
+
+    At 62 documents under every null, and at 200 in issue 50's case. Only the margin's side:
+    `test_margin` checks that the test moves with the margin to the bit, so the no-increase
+    p under a zero change is the same size."""
+    rng = np.random.default_rng([50, n, list(NULLS).index(name)])
+    runs, margin, alarms = 400, 0.02, 0
     for i in range(runs):
         w, extra = NULLS[name](rng, n)
-        alarms += corpus_ratio_test(np.zeros(n), -extra, w, resamples=199, seed=i).pvalue < ALPHA
-        w, extra = NULLS[name](rng, n)
         at_margin = extra + math.log1p(margin) * w
-        margin_alarms += (
-            corpus_ratio_test(
-                np.zeros(n), -at_margin, w, margin, resamples=199, seed=i
-            ).margin_pvalue
-            < ALPHA
-        )
-    bound = ALPHA + 0.01 + 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs)
-    assert alarms / runs <= bound, alarms / runs
-    assert margin_alarms / runs <= bound, margin_alarms / runs
+        result = corpus_ratio_test(np.zeros(n), -at_margin, w, margin, resamples=199, seed=i)
+        alarms += result.margin_pvalue < ALPHA
+    assert alarms / runs <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs), alarms / runs
+
+
+def test_one_gain_is_no_evidence_beyond_the_margin():
+    """One gain in 62 documents is what issue 50's null (5% gaining) gives in 14% of runs.
+
+    61 documents 2.9% worse per word and the shortest 13% better (+2.9% in the corpus): the
+    margin test does not flag it (the test before issue 50 did, p 0.0001); the same
+    documents all 2.9% worse, it does."""
+    w = _lengths(np.random.default_rng(3), 62)
+    worse = w * (math.log1p(0.029) + np.random.default_rng(4).normal(0, 0.003, 62))
+    base, one_gain = np.zeros(62), worse.copy()
+    one_gain[np.argmin(w)] = math.log(0.87) * w.min()
+    assert 0.02 < math.expm1(one_gain.sum() / w.sum()) < 0.03
+    assert corpus_ratio_test(base, -one_gain, w, margin=0.02).margin_pvalue > ALPHA
+    assert corpus_ratio_test(base, -worse, w, margin=0.02).margin_pvalue < 0.001
+
+
+def test_unseen_document():
+    """As long as an average word's document, as favourable as the most favourable seen."""
+    extra, w = np.array([3.0, -1.0, 2.0]), np.array([100.0, 50.0, 200.0])
+    beyond_extra, beyond_w = with_unseen_document(extra, w, Side.BEYOND)
+    size = (100**2 + 50**2 + 200**2) / 350
+    assert beyond_w[-1] == pytest.approx(size) and list(beyond_w[:3]) == list(w)
+    assert beyond_extra[-1] == pytest.approx(-1.0 / 50 * size)
+    within_extra, _ = with_unseen_document(extra, w, Side.WITHIN)
+    assert within_extra[-1] == pytest.approx(3.0 / 100 * size)
 
 
 def test_power_in_issue_12s_constructed_case():
