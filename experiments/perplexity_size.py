@@ -163,6 +163,34 @@ def wikitext_power(path: Path, reps: int, resamples: int) -> tuple[float, np.nda
     return change, rejected / reps
 
 
+def by_gains(reps: int, resamples: int, n: int = 62) -> None:
+    """Issue 50's case at the margin, split by how many documents gained: the share of runs
+    with each count and the share of those the old and the new gate flag."""
+    rng = np.random.default_rng([SEED, len(NULLS) + 1, n])
+    runs, flagged = np.zeros(5), np.zeros((5, 2))
+    for i in range(reps):
+        w, extra = rare_gains(rng, n)
+        gains = min(int(np.sum(extra / w < GAIN / 2)), 4)
+        p = pvalues(extra + math.log1p(MARGIN) * w, w, (math.log1p(MARGIN),), resamples, i)[0]
+        runs[gains] += 1
+        flagged[gains] += p[[2, 4]] < ALPHA
+    print(
+        f"\nIssue 50's case at exactly +{MARGIN:.0%}, {n} documents, by documents gaining "
+        f"({reps} runs, {resamples} resamples): share of runs flagged by each gate's margin test."
+    )
+    print(
+        "| documents gaining | share of runs | old gate | gate | old gate's share | gate's share |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for gains in range(5):
+        share, (old, new) = runs[gains] / reps, flagged[gains] / max(runs[gains], 1)
+        label = f"{gains}+" if gains == 4 else str(gains)
+        rates = f"{old:.3f} | {new:.3f} | {share * old:.3f} | {share * new:.3f}"
+        print(f"| {label} | {share:.3f} | {rates} |")
+    old, new = flagged.sum(axis=0) / reps
+    print(f"| all | 1.000 | {old:.3f} | {new:.3f} | {old:.3f} | {new:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=2000)
@@ -173,8 +201,15 @@ def main() -> None:
         type=Path,
         default=Path("/work/shared/data/wikitext-2/wikitext-2-raw/wiki.test.raw"),
     )
+    parser.add_argument(
+        "--gains-only", action="store_true", help="only issue 50's case split by gains"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.gains_only:
+        by_gains(args.reps, args.resamples)
+        print(f"\n{time.perf_counter() - started:.0f} s; CPU flags: {cpu_flags()}")
+        return
     jobs = [
         (name, n, shift, args.reps, args.resamples, stream)
         for stream, name in enumerate(NULLS)
@@ -219,6 +254,7 @@ def main() -> None:
     wikitext = wikitext_power(args.wikitext, args.reps, args.resamples)
     if wikitext is not None:
         power_row("WikiText-2 test pages", 62, *wikitext)
+    by_gains(args.reps, args.resamples)
     print(
         f"\nIn the rare-large-gain case, runs with no gaining document at all (every document "
         f"worse, as under a uniform increase) are {(1 - GAINING) ** 62:.3f} at 62 documents; "
