@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from regress.stats import CorpusTest, Side, corpus_ratio_test
+from regress.stats import CorpusTest, Side, corpus_ratio_test, corpus_shift
 from regress.stats.perplexity import with_unseen_document
 
 ALPHA = 0.05
@@ -85,6 +85,19 @@ def test_size_at_the_margin(name, n):
         result = corpus_ratio_test(np.zeros(n), -at_margin, w, margin, resamples=199, seed=i)
         alarms += result.margin_pvalue < ALPHA
     assert alarms / runs <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs), alarms / runs
+
+
+def test_pass_size_at_the_margin_with_rare_large_losses():
+    """P(PASS test rejects) when the corpus is exactly 2% worse through rare large losses
+    (issue 50's case mirrored: 5% of documents 15% worse per word, the rest better)."""
+    rng = np.random.default_rng([50, 62, 99])
+    runs, margin, passes = 400, 0.02, 0
+    for i in range(runs):
+        w, extra = _rare_gains(rng, 62)
+        at_margin = -extra + math.log1p(margin) * w
+        shift = corpus_shift(np.zeros(62), -at_margin, w, resamples=199, seed=i)
+        passes += shift.pvalue(math.log1p(margin), Side.WITHIN) < ALPHA
+    assert passes / runs <= ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / runs), passes / runs
 
 
 def test_one_gain_is_no_evidence_beyond_the_margin():
