@@ -19,6 +19,7 @@ from regress.checks import (
     PROFILES,
     BudgetOptions,
     BudgetPlan,
+    Throughput,
     flip_chance,
     flip_share,
     plan_budget,
@@ -27,6 +28,7 @@ from regress.cli import cli
 from regress.cli.plan import Budget
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
+from regress.core.records import Record
 from regress.core.store import Store
 from regress.gate.policy import Policy
 from regress.stats import SequentialDesign, stopping_law
@@ -96,6 +98,18 @@ def test_flip_chances_are_what_the_noise_does_to_the_real_records(main):
     assert 0 < light < typical < 0.5
 
 
+def test_acc_norm_moves_each_choice_by_its_own_length_and_a_generation_has_no_profile():
+    logliks, chars = [-4.0, -6.0, -9.0], [2, 6, 3]
+    record = Record("t", 0, "", "", 1, 1, 1, {}, {"loglik": logliks, "chars": chars})
+    rng = np.random.default_rng(7)
+    moved = np.asarray(logliks) + 0.8 * rng.standard_normal((200_000, 3))
+    changed = np.mean(np.argmax(moved / np.asarray(chars), axis=1) != 1)
+    assert flip_chance(record, 0.8, "acc_norm") == pytest.approx(changed, abs=0.005)
+    assert flip_chance(record, 0.8, "acc") != pytest.approx(changed, abs=0.05)
+    generation = Record("g", 0, "", "", "4", "4", 1, {"exact_match": 1.0})
+    assert flip_chance(generation, 0.8) is None and flip_share([generation], 0.8) is None
+
+
 def test_the_chosen_plan_decides_as_stopping_law_says_and_beats_the_other(main):
     planned = _plan(main, 60.0, DESIGNS)
     (unit,) = planned.units
@@ -150,3 +164,18 @@ def test_the_json_plan_is_the_library_plan(main):
     (row,) = shown["units"]
     assert (row["pool"], row["margin"], tuple(row["looks"])) == (60, 0.02, unit.looks)
     assert [o["decided"] for o in row["outcomes"]] == [o.decided for o in unit.outcomes]
+
+
+def test_a_measured_rate_prices_each_example_by_its_tokens_after_the_load(main, monkeypatch):
+    """--time's wiring without a model: 100 tokens an example at 100 tokens/s is a second an
+    example, and the 5 s load comes off the budget first (the timing itself is model-tested
+    in test_sequential.py)."""
+    measured = Throughput("m.gguf", "llama_cpp", "AVX2 FMA", 10, 1000, 10.0, 5.0, {"builtin": 100})
+    monkeypatch.setattr("regress.cli.plan.measure_throughput", lambda run, options: measured)
+    store = str(REPO / "baselines")
+    args = ["plan", "--store", store, "--baseline", "main", "--budget", "65s", "--time", "m"]
+    done = CliRunner().invoke(cli, [*args, "--margin", "0.02", "--json"])
+    assert done.exit_code == 0, done.output
+    shown = json.loads(done.output)
+    assert "AVX2 FMA" in shown["rate"] and shown["fixed_seconds"] == 5.0
+    assert shown["units"][0]["affordable"] == 60

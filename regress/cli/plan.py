@@ -26,6 +26,7 @@ from regress.checks import (
     plan_baseline,
     plan_budget,
     plan_shards,
+    unit_tokens,
 )
 from regress.cli.common import (
     data_options,
@@ -321,14 +322,14 @@ def _plan_budget(
 ) -> None:
     """The budget plan: a table, or (--json) the same as one JSON document."""
     baseline = Store(store).load(name)
-    tokens = plan_baseline(baseline, policy, TYPICAL_DISCORDANCE)
+    units = unit_tokens(baseline)
     if timed is not None:
         measured = measure_throughput(baseline, timed)
-        price = {u.name: measured.unit_seconds(u.name, 1) for u in tokens}
+        price = {unit: measured.unit_seconds(unit, 1) for unit in units}
         load, where = measured.load_seconds, measured.describe()
     else:
         assert rate is not None  # one of the two: checked by the caller
-        price = {u.name: 1 / rate for u in tokens}
+        price = {unit: 1 / rate for unit in units}
         load, where = 0.0, f"{rate:g} examples/s (--rate)"
     designs = (SequentialDesign(looks=(1.0,)), policy.sequential or SequentialDesign())
     profiles = tuple(p if p.passes or drop is None else replace(p, drop=drop) for p in PROFILES)
