@@ -7,10 +7,16 @@ not in a baseline, so the discordance is an assumption the caller states.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
 
 from regress.core.errors import BadInput
 from regress.core.manifest import Run
+from regress.core.records import Record
+from regress.gate.margins import NORMALISED_METRICS
 from regress.gate.outcomes import unit_kind
 from regress.gate.pairing import units_of
 from regress.gate.policy import Policy
@@ -32,6 +38,53 @@ docs/results/proxy-efficiency.md)."""
 LIGHTEST_DISCORDANCE = 0.012
 """The fewest answers a real requantization flipped: a Q8_0's 1.2% of 300 ARC-Easy answers
 (docs/results/sequential-gate.md)."""
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def flip_chance(record: Record, noise: float, metric: str = "acc") -> float | None:
+    """The chance that the record's right/wrong outcome changes when every choice's
+    log-likelihood moves by independent normal noise of scale `noise` nats; None without
+    per-choice scores or a single gold index (a generation, a failed example).
+
+    The gold choice stays on top with probability E_z[prod_j Phi((x_g - x_j + s_g z) / s_j)]
+    (one normal z for the gold's own noise, each rival's integrated out), computed by 48-node
+    Gauss-Hermite quadrature: exact for the model, all choices counted. For acc_norm the
+    scores are per character, so a choice's noise is `noise` over its length.
+    """
+    logliks = record.scores.get("loglik")
+    gold = record.target
+    if not record.ok or not logliks or len(logliks) < 2:
+        return None
+    if not isinstance(gold, int) or not 0 <= gold < len(logliks):
+        return None
+    x = np.asarray(logliks, dtype=float)
+    scale = np.full(x.size, float(noise))
+    if metric in NORMALISED_METRICS:
+        chars = record.scores.get("chars") or []
+        if len(chars) != x.size:
+            return None
+        lengths = np.maximum(np.asarray(chars, dtype=float), 1.0)
+        x, scale = x / lengths, scale / lengths
+    rivals = np.arange(x.size) != gold
+    z = _NODES[:, None]
+    on_top = special.ndtr((x[gold] - x[rivals] + scale[gold] * z) / scale[rivals])
+    stays = float(np.clip(_WEIGHTS @ np.prod(on_top, axis=1), 0.0, 1.0))
+    return 1.0 - stays if record.right else stays
+
+
+def flip_share(
+    records: Sequence[Record], noise: float, metrics: Mapping[str, str] | None = None
+) -> float | None:
+    """The share of `records` expected to change outcome under choice noise of scale `noise`
+    (the mean of flip_chance over those that have one, each under its task's metric in
+    `metrics`, acc if absent); None if none has."""
+    chances = [
+        c
+        for r in records
+        if (c := flip_chance(r, noise, (metrics or {}).get(r.task, "acc"))) is not None
+    ]
+    return float(np.mean(chances)) if chances else None
 
 
 @dataclass(frozen=True)
@@ -173,4 +226,273 @@ def no_early_stop(run: Run, policy: Policy) -> str | None:
         f"even if only {LIGHTEST_DISCORDANCE:.1%} of answers flip (`regress plan --sequential "
         f"--discordance {LIGHTEST_DISCORDANCE}`): only a gross drop stops early, and each look "
         "reads its tasks' few-shot prefixes again, so the fixed gate is likely faster here"
+    )
+
+
+LIGHTEST_NOISE = 0.16
+"""Choice noise (nats) of a Q8_0-like candidate: the scale whose expected flips on SmolLM2's
+first 300 ARC-Easy log-likelihoods equal a real Q8_0's there (2.3%; fitted 0.161:
+docs/results/flip-profiles.md)."""
+TYPICAL_NOISE = 1.6
+"""Choice noise (nats) of a Q4_0-like candidate, fitted the same way to a real Q4_0 (16.3%;
+fitted 1.57). On PIQA it predicts 9.3% flips where Q4_0 made 9.7%; on the built-in suite's
+one-token choices both scales predict more flips than the real candidates made (5.8% and 28.7%
+against 2.0% and 18.0%), so plans there are conservative."""
+
+
+@dataclass(frozen=True)
+class FlipProfile:
+    """A kind of candidate to plan for: choice noise of a scale, and a true accuracy drop."""
+
+    name: str
+    noise: float
+    """Normal noise (nats) on each choice's log-likelihood: where, and how many, answers flip."""
+    drop: float | None
+    """The true drop it carries; None: twice the unit's max_drop (PLAN_FACTOR)."""
+    fallback: float
+    """Its discordance on a unit without per-choice scores (generations)."""
+
+    @property
+    def passes(self) -> bool:
+        """Whether the gate should PASS it (an unchanged candidate), else flag a REGRESSION."""
+        return self.drop == 0
+
+
+PROFILES = (
+    FlipProfile("Q8_0-like", LIGHTEST_NOISE, 0.0, LIGHTEST_DISCORDANCE),
+    FlipProfile("Q4_0-like", TYPICAL_NOISE, None, TYPICAL_DISCORDANCE),
+)
+"""The typical candidates a budget plan must decide: a near-lossless requantization that
+changes nothing on average (PASS), and a typical one that drops twice max_drop (REGRESSION)."""
+
+
+@dataclass(frozen=True)
+class BudgetOptions:
+    """What `plan_budget` plans for: the time, its price, and the choices it may make."""
+
+    seconds: float
+    """The CI budget: wall time for the whole check, the model load included."""
+    seconds_per_example: Mapping[str, float]
+    """Unit -> wall seconds one of its examples takes on this machine."""
+    load_seconds: float = 0.0
+    """Paid once before the first example (model load, prompt rendering)."""
+    margins: tuple[float, ...] | None = None
+    """max_drop values to choose from; None: half, once and one and a half the unit's."""
+    designs: tuple[SequentialDesign, ...] = (SequentialDesign(looks=(1.0,)),)
+    """Looks to choose from (one look at 100% is the fixed gate)."""
+    profiles: tuple[FlipProfile, ...] = PROFILES
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise BadInput(f"a budget must be positive, not {self.seconds:g} s")
+        if self.margins is not None and not all(0 < m < 1 for m in self.margins):
+            raise BadInput("margins must lie in (0, 1)")
+        if not self.designs or not self.profiles:
+            raise BadInput("a budget plan needs at least one design and one profile")
+
+
+@dataclass(frozen=True)
+class ProfileOutcome:
+    """How one plan treats one profile, exactly (regress.stats.stopping_law)."""
+
+    profile: str
+    discordance: float
+    """The profile's expected share of flipped answers on this unit (from its margins)."""
+    drop: float
+    decided: float
+    """P(PASS) for a profile that should pass, P(REGRESSION) for one that should not."""
+    expected_n: float
+    expected_seconds: float
+
+
+@dataclass(frozen=True)
+class UnitBudget:
+    """One gated accuracy unit's plan: the examples its share of the budget affords, and the
+    pool, margin and looks that decide its typical candidates most surely within them."""
+
+    name: str
+    n: int
+    """Examples in the baseline."""
+    affordable: int
+    """Examples its share of the budget pays for."""
+    pool: int
+    margin: float
+    looks: tuple[float, ...]
+    alpha: tuple[float, float]
+    """The PASS test's alpha and the REGRESSION test's (Bonferroni over the gated units)."""
+    outcomes: tuple[ProfileOutcome, ...]
+    from_margins: bool
+    """Whether the discordances come from the baseline's per-choice scores (else assumed)."""
+
+    @property
+    def decided(self) -> float:
+        """The plan's score: the least sure of its profiles' decisions."""
+        return min(o.decided for o in self.outcomes)
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """A baseline's units planned into one CI budget."""
+
+    seconds: float
+    fixed_seconds: float
+    """The budget spent on units run whole (not gated, or not accuracy) and the load."""
+    units: tuple[UnitBudget, ...]
+
+
+def plan_budget(run: Run, policy: Policy, options: BudgetOptions) -> BudgetPlan:
+    """Per gated accuracy unit, the pool (at most the baseline's examples), margin and looks
+    whose exact operating characteristics decide `options.profiles` most surely within the
+    unit's share of the budget (the highest least P(decide); ties to the fewer expected
+    seconds). Units not planned run whole; the rest share what remains equally in time, a
+    unit that needs less giving its surplus to the others."""
+    if run.manifest.proxy is not None:
+        raise BadInput(f"{run.manifest.name} is a proxy baseline: a budget plan needs a pool")
+    tasks = [run.manifest.tasks[name] for name in sorted(run.manifest.tasks)]
+    units = units_of(tasks)
+    records = {
+        name: [r for task in members for r in run.records.get(task.name, [])]
+        for name, members in units.items()
+    }
+    planned = [
+        name
+        for name, members in units.items()
+        if policy.for_unit(name).gate
+        and unit_kind(name, members, {t.name: run.records.get(t.name, []) for t in members})
+        is UnitKind.ACCURACY
+        and records[name]
+    ]
+    missing = sorted(set(units) - set(options.seconds_per_example))
+    if missing:
+        raise BadInput(f"no price per example for unit(s) {', '.join(missing)}")
+    whole = options.load_seconds + sum(
+        options.seconds_per_example[name] * len(records[name])
+        for name in units
+        if name not in planned
+    )
+    if not planned:
+        raise BadInput(f"baseline {run.manifest.name!r} has no gated accuracy unit to plan")
+    if whole >= options.seconds:
+        raise BadInput(
+            f"the budget ({options.seconds / 60:.1f} min) does not cover the load and the "
+            f"units that run whole ({whole / 60:.1f} min)"
+        )
+    shares = _share(
+        options.seconds - whole,
+        {name: (len(records[name]), options.seconds_per_example[name]) for name in planned},
+    )
+    gated = max(1, sum(policy.for_unit(name).gate for name in units))
+    found = []
+    for name in planned:
+        found.append(
+            _plan_unit(
+                name,
+                records[name],
+                {t.name: t.metric for t in units[name]},
+                shares[name],
+                policy,
+                (policy.alpha, policy.alpha / gated),
+                options,
+            )
+        )
+    return BudgetPlan(options.seconds, whole, tuple(found))
+
+
+def _share(seconds: float, units: Mapping[str, tuple[int, float]]) -> dict[str, int]:
+    """Examples per unit of an equal split of `seconds` in time, water-filled: a unit whose
+    whole baseline costs less than its share takes it all and leaves the rest to the others."""
+    left, open_ = seconds, dict(units)
+    found: dict[str, int] = {}
+    while open_:
+        share = left / len(open_)
+        small = {k: (n, cost) for k, (n, cost) in open_.items() if n * cost <= share}
+        if not small:
+            found.update({k: min(n, int(share / cost)) for k, (n, cost) in open_.items()})
+            break
+        for k, (n, cost) in small.items():
+            found[k] = n
+            left -= n * cost
+            del open_[k]
+    return found
+
+
+def _plan_unit(
+    name: str,
+    records: Sequence[Record],
+    metrics: Mapping[str, str],
+    affordable: int,
+    policy: Policy,
+    alphas: tuple[float, float],
+    options: BudgetOptions,
+) -> UnitBudget:
+    """The best plan of one unit over `options`' margins and designs, at the largest pool its
+    share affords: the exact tests' power grows with n (up to their small sawtooth)."""
+    n = len(records)
+    pool = min(n, affordable)
+    if pool == 0:
+        raise BadInput(f"the budget affords no example of unit {name}")
+    threshold = policy.for_unit(name).max_drop or 0.0
+    margins = options.margins or tuple(
+        m for m in (threshold / 2, threshold, 1.5 * threshold) if m > 0
+    )
+    if not margins:
+        raise BadInput(f"unit {name} has max_drop 0: give margins to plan it")
+    flips = {p.name: flip_share(records, p.noise, metrics) for p in options.profiles}
+    cost = options.seconds_per_example.get(name, 0.0)
+    best: UnitBudget | None = None
+    for margin in margins:
+        for design in options.designs:
+            outcomes = tuple(
+                _outcome(pool, margin, threshold, design, alphas, cost, p, flips[p.name])
+                for p in options.profiles
+            )
+            plan = UnitBudget(
+                name=name,
+                n=n,
+                affordable=affordable,
+                pool=pool,
+                margin=margin,
+                looks=design.looks,
+                alpha=alphas,
+                outcomes=outcomes,
+                from_margins=all(f is not None for f in flips.values()),
+            )
+            if best is None or _better(plan, best):
+                best = plan
+    assert best is not None  # margins and designs are never empty
+    return best
+
+
+def _outcome(
+    pool: int,
+    margin: float,
+    threshold: float,
+    design: SequentialDesign,
+    alphas: tuple[float, float],
+    cost: float,
+    profile: FlipProfile,
+    flips: float | None,
+) -> ProfileOutcome:
+    """One profile under one plan: its deciding side's probability and expected examples."""
+    drop = PLAN_FACTOR * threshold if profile.drop is None else profile.drop
+    # A drop flips at least its own share of answers.
+    discordance = max(profile.fallback if flips is None else flips, drop, 1e-6)
+    # The law takes one alpha for both sides: the deciding side's. Exact for one gated unit;
+    # with more, the other side's stop is at the wrong level, which moves the decision by
+    # that side's own (here negligible) probability: a PASS of a 2x max_drop drop, a
+    # REGRESSION of an unchanged candidate.
+    alpha = alphas[0] if profile.passes else alphas[1]
+    law = stopping_law(pool, drop, discordance, design, alpha, margin)
+    decided = law.passed if profile.passes else law.regression
+    return ProfileOutcome(
+        profile.name, discordance, drop, decided, law.expected_n, law.expected_n * cost
+    )
+
+
+def _better(plan: UnitBudget, than: UnitBudget) -> bool:
+    """More surely decided, or as surely in less expected time."""
+    if plan.decided != than.decided:
+        return plan.decided > than.decided
+    return sum(o.expected_seconds for o in plan.outcomes) < sum(
+        o.expected_seconds for o in than.outcomes
     )

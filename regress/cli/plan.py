@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+import re
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import click
 
 from regress.checks import (
     MAX_JOBS,
+    PROFILES,
     TYPICAL_DISCORDANCE,
+    BudgetOptions,
+    BudgetPlan,
+    FlipProfile,
     ShardOptions,
     Throughput,
     TimingOptions,
@@ -19,7 +24,9 @@ from regress.checks import (
     gate_time,
     measure_throughput,
     plan_baseline,
+    plan_budget,
     plan_shards,
+    unit_tokens,
 )
 from regress.cli.common import (
     data_options,
@@ -34,6 +41,26 @@ from regress.gate.policy import Policy, load_policy
 from regress.stats import Rule, SequentialDesign, accuracy_n, pass_n
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
+UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class Budget(click.ParamType):
+    """A wall time: a number and s, m or h (`10m`, `90s`, `1.5h`); a bare number is minutes."""
+
+    name = "TIME"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        found = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*", str(value))
+        if found is None:
+            self.fail(f"{value!r} is not a time: a number and s, m or h (10m, 90s, 1.5h)", param)
+        seconds = float(found[1]) * UNITS[found[2] or "m"]
+        if seconds <= 0:
+            self.fail(f"{value!r}: a budget must be positive", param)
+        return seconds
 
 
 @click.command()
@@ -117,10 +144,28 @@ FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 )
 @click.option(
     "--examples-per-second",
+    "--rate",
     type=click.FloatRange(0, min_open=True),
     default=None,
-    help="With --shards: a rate measured before, instead of --time.",
+    help="With --shards or --budget: a rate measured before, instead of --time.",
 )
+@click.option(
+    "--budget",
+    type=Budget(),
+    default=None,
+    help="With --baseline: the CI budget of a check (10m, 90s, 1.5h): per gated accuracy unit, "
+    "the pool, margin and looks that decide a Q8_0-like and a Q4_0-like candidate most surely "
+    "within it, exactly (docs/gate.md#sequential-gate). Needs --time or --rate.",
+)
+@click.option(
+    "--margin",
+    "margins",
+    type=FRACTION,
+    multiple=True,
+    help="With --budget: a max_drop to choose from (repeatable; default half, once and one "
+    "and a half each unit's).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --budget: the plan as JSON.")
 @timing_options
 @task_options
 @data_options
@@ -141,6 +186,9 @@ def plan(
     job_minutes: float,
     setup_minutes: float,
     examples_per_second: float | None,
+    budget: float | None,
+    margins: tuple[float, ...],
+    as_json: bool,
     time_model: str | None,
     time_examples: int | None,
     include_path: tuple[Path, ...],
@@ -157,7 +205,28 @@ def plan(
       regress plan --baseline main --drop 0.05
       regress plan --baseline main --sequential --time smollm2-135m
       regress plan --baseline main --shards --job-minutes 30 --time smollm2-135m
+      regress plan --baseline main --budget 10m --time smollm2-135m
     """
+    if budget is not None:
+        if name is None:
+            raise click.UsageError("--budget plans a stored baseline: give --baseline")
+        if (time_model is None) == (examples_per_second is None):
+            raise click.UsageError("--budget needs exactly one of --time MODEL or --rate")
+        chosen = timing(time_model, time_examples, include_path, golden, data_dir, hf_datasets)
+        _plan_budget(
+            name,
+            store,
+            load_policy(policy_path),
+            budget,
+            chosen,
+            examples_per_second,
+            margins,
+            drop,
+            as_json,
+        )
+        return
+    if margins or as_json:
+        raise click.UsageError("--margin and --json shape a --budget plan: give --budget")
     if shards:
         if name is None:
             raise click.UsageError("--shards plans a stored baseline: give --baseline")
@@ -175,7 +244,7 @@ def plan(
         )
         return
     if examples_per_second is not None:
-        raise click.UsageError("--examples-per-second prices --shards: give --shards")
+        raise click.UsageError("--examples-per-second prices --shards or --budget: give one")
     if name is not None:
         policy = load_policy(policy_path)
         if sequential and policy.sequential is None:
@@ -231,13 +300,80 @@ def _plan_baseline(
         looks = ", ".join(f"{t:.0%}" for t in design.looks)
         click.echo(
             f"sequential: looks at {looks} of each unit, O'Brien-Fleming spending; the "
-            "expected n is what a unit uses before it stops (normal approximation)"
+            "expected n is what a unit uses before it stops (exact: each look's tests)"
         )
     click.echo(header)
     for unit in plans:
         click.echo(" | ".join(_row(unit)))
     if timed is not None:
         _show_time(plans, measure_throughput(baseline, timed))
+
+
+def _plan_budget(
+    name: str,
+    store: Path,
+    policy: Policy,
+    seconds: float,
+    timed: TimingOptions | None,
+    rate: float | None,
+    margins: tuple[float, ...],
+    drop: float | None,
+    as_json: bool,
+) -> None:
+    """The budget plan: a table, or (--json) the same as one JSON document."""
+    baseline = Store(store).load(name)
+    units = unit_tokens(baseline)
+    if timed is not None:
+        measured = measure_throughput(baseline, timed)
+        price = {unit: measured.unit_seconds(unit, 1) for unit in units}
+        load, where = measured.load_seconds, measured.describe()
+    else:
+        assert rate is not None  # one of the two: checked by the caller
+        price = {unit: 1 / rate for unit in units}
+        load, where = 0.0, f"{rate:g} examples/s (--rate)"
+    designs = (SequentialDesign(looks=(1.0,)), policy.sequential or SequentialDesign())
+    profiles = tuple(p if p.passes or drop is None else replace(p, drop=drop) for p in PROFILES)
+    options = BudgetOptions(seconds, price, load, margins or None, designs, profiles)
+    planned = plan_budget(baseline, policy, options)
+    if as_json:
+        click.echo(json.dumps({"baseline": name, "rate": where, **asdict(planned)}, indent=2))
+        return
+    _show_budget(name, planned, where, profiles)
+
+
+def _show_budget(
+    name: str, planned: BudgetPlan, where: str, profiles: tuple[FlipProfile, ...]
+) -> None:
+    click.echo(
+        f"baseline {name!r}, budget {planned.seconds / 60:.1f} min at {where}; "
+        f"{planned.fixed_seconds / 60:.1f} min go to the load and the units run whole"
+    )
+    shown = " | ".join(f"P({'PASS' if p.passes else 'REGRESSION'}) {p.name}" for p in profiles)
+    click.echo(
+        "profiles: choice log-likelihoods moved by normal noise (Q8_0-like "
+        f"{profiles[0].noise:g} nats, unchanged; Q4_0-like {profiles[1].noise:g} nats, "
+        "twice max_drop unless --drop), flips from each unit's own margins "
+        "(docs/results/flip-profiles.md); P exact (regress.stats.stopping_law)"
+    )
+    click.echo(
+        f"unit | n | affordable | pool | margin | looks | {shown} | flips | E[n] | expected min"
+    )
+    for unit in planned.units:
+        looks = "fixed" if unit.looks == (1.0,) else "/".join(f"{t:.0%}" for t in unit.looks)
+        cells = [
+            unit.name,
+            f"{unit.n:,}",
+            f"{unit.affordable:,}",
+            f"{unit.pool:,}",
+            f"{unit.margin * 100:g} pts",
+            looks,
+            *(f"{o.decided:.3f}" for o in unit.outcomes),
+            " / ".join(f"{o.discordance:.1%}" for o in unit.outcomes)
+            + ("" if unit.from_margins else " (assumed)"),
+            " / ".join(f"{o.expected_n:,.0f}" for o in unit.outcomes),
+            " / ".join(f"{o.expected_seconds / 60:.1f}" for o in unit.outcomes),
+        ]
+        click.echo(" | ".join(cells))
 
 
 def _plan_shards(
