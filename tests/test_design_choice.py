@@ -107,7 +107,6 @@ def _documented(design: str, n: int, flips: float, drop: float) -> list[str]:
         ("obf-early", 500, 0.05, 0.05),
         # The goal's cell: a Q8_0-like candidate of a 2,000 pool, half the runs PASSed by 400.
         ("obf-early", 2000, 0.0, 0.01),
-        ("obf", 2000, 0.0, 0.01),
     ],
 )
 def test_the_docs_show_the_design_table_the_code_computes(
