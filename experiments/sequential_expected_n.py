@@ -3,7 +3,7 @@
 
     .venv/bin/python experiments/sequential_expected_n.py
 
-For the default design (looks at 25/50/100%, O'Brien-Fleming spending), max_drop 2 points,
+For the default design (looks at 20/50/100%, obf-early spending), max_drop 2 points,
 alpha 0.05: the share of n an accuracy unit expects to use when the candidate changes
 nothing, from the gate's exact tests at each look (regress.stats.stopping_law, what `regress
 plan` and the `no_early_stop` warning now read) beside the normal approximation they read

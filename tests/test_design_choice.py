@@ -1,6 +1,7 @@
 """The extendable design chosen on exact numbers (issue 50): the mixture e-process's law
 against a brute force over every sequence of flips, its level at every example by seeded
-simulation, and cells of docs/gate.md's design table recomputed."""
+simulation, and cells of docs/gate.md's design table recomputed (the early-spending design's
+goal cell among them)."""
 
 from __future__ import annotations
 
@@ -100,10 +101,12 @@ def _documented(design: str, n: int, flips: float, drop: float) -> list[str]:
 @pytest.mark.parametrize(
     ("design", "n", "drop", "flips"),
     [
-        ("spending", 500, MAX_DROP, 0.15),
+        ("obf-early", 500, MAX_DROP, 0.15),
         ("e-process", 500, MAX_DROP, 0.15),
         ("e-process", 500, 0.0, 0.01),
-        ("spending", 500, 0.05, 0.05),
+        ("obf-early", 500, 0.05, 0.05),
+        # The goal's cell: a Q8_0-like candidate of a 2,000 pool, half the runs PASSed by 400.
+        ("obf-early", 2000, 0.0, 0.01),
     ],
 )
 def test_the_docs_show_the_design_table_the_code_computes(
@@ -120,3 +123,13 @@ def test_the_docs_show_the_design_table_the_code_computes(
     ]
     if drop == MAX_DROP:
         assert max(point.regression, point.passed) <= ALPHA
+
+
+def test_the_early_look_passes_a_q8_0_like_candidate_within_a_quarter_of_its_pool():
+    """Issue 50's goal: an unchanged candidate flipping 1% of a 2,000 pool PASSes, in half the
+    runs, by the first look of the early-spending design (400 examples); under O'Brien-Fleming
+    alone its first look never decides, and half the runs need 1,000."""
+    early = design_point("obf-early", 2000, 0.0, 0.01)
+    obf = design_point("obf", 2000, 0.0, 0.01)
+    assert early.quartiles[1] < 2000 / 4 <= obf.quartiles[1]
+    assert early.passed > 0.99 and obf.quartiles[0] > 500

@@ -37,15 +37,20 @@ from regress.report.operating import render_sequential
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute
 from regress.stats import (
+    GAMMA,
     SEQUENTIAL_CELLS,
     SEQUENTIAL_N,
+    SPENDING,
     Rule,
     SequentialDesign,
     SequentialPoint,
+    Side,
     boundaries,
+    margin_pvalue,
     median_unbiased_drift,
     obf_spent,
     sequential_oc,
+    spent,
     stopping,
     stopping_law,
 )
@@ -70,15 +75,34 @@ def test_boundaries_match_published_tables(alpha, looks, published):
     assert boundaries(alpha, looks) == pytest.approx(published, abs=2e-4)
 
 
-def test_the_null_crosses_with_exactly_the_spent_alpha():
-    design = SequentialDesign(FOUR)
+@pytest.mark.parametrize("spending", list(SPENDING))
+def test_the_null_crosses_with_exactly_the_spent_alpha(spending):
+    design = SequentialDesign(FOUR, spending)
     up, down = stopping(design, 0.05, 0.0)
     assert sum(up) == pytest.approx(0.05, abs=1e-6)
     assert sum(down) == pytest.approx(0.05, abs=1e-6)
     # Each look spends its share of the spending function, no more.
-    spent = [obf_spent(0.05, t) for t in FOUR]
-    assert up[0] == pytest.approx(spent[0], rel=1e-3)
-    assert sum(up[:2]) == pytest.approx(spent[1], rel=1e-3)
+    by = [spent(spending, 0.05, t) for t in FOUR]
+    assert up[0] == pytest.approx(by[0], rel=1e-3)
+    assert sum(up[:2]) == pytest.approx(by[1], rel=1e-3)
+
+
+def test_the_early_spending_spends_a_tenth_at_the_first_look_and_obf_after():
+    """The default spends a tenth of alpha at the first look wherever it falls, then
+    O'Brien-Fleming's increments scaled by nine tenths; its first look's nominal level lies
+    above the least p-value of the exact margin tests (0.001, Berger & Boos's term), where
+    O'Brien-Fleming's lies below it: that look could never decide."""
+    for first in (0.1, 0.2, 0.25):
+        assert spent("obf-early", 0.05, first) == pytest.approx(
+            0.005 + 0.9 * obf_spent(0.05, first)
+        )
+    assert spent("obf-early", 0.05, 1.0) == pytest.approx(0.05)
+    early = SequentialDesign()
+    obf = SequentialDesign((0.25, 0.5, 1.0), "obf")
+    assert early.nominal_level(0.05, 0) > 0.005 > GAMMA > obf.nominal_level(0.05, 0)
+    assert margin_pvalue(2, 2, 400, 0.02, Side.WITHIN) < early.nominal_level(0.05, 0)
+    # The cost: a lower last look than O'Brien-Fleming's, though above 0.044.
+    assert 0.044 < early.nominal_level(0.05, 2) < obf.nominal_level(0.05, 2)
 
 
 @pytest.mark.parametrize("look", range(len(SequentialDesign().looks)))
@@ -107,7 +131,7 @@ def test_the_median_unbiased_estimate_removes_the_early_stopping_bias():
     upwards; the median-unbiased one lands above it half the time (its defining property;
     0.04 is three standard errors)."""
     design = SequentialDesign()
-    c = boundaries(0.05, design.looks)
+    c = boundaries(0.05, design.looks, design.spending)
     rng = np.random.default_rng(0)
     steps = np.diff([0.0, *design.looks])
     naive, adjusted = [], []
@@ -125,7 +149,9 @@ def test_the_median_unbiased_estimate_removes_the_early_stopping_bias():
 def test_policy_reads_a_design_and_refuses_a_bad_one():
     assert parse_policy({"sequential": True}).sequential == SequentialDesign()
     design = parse_policy({"sequential": {"looks": 5, "seed": 3}}).sequential
-    assert design == SequentialDesign((0.2, 0.4, 0.6, 0.8, 1.0), "obf", 3)
+    assert design == SequentialDesign((0.2, 0.4, 0.6, 0.8, 1.0), "obf-early", 3)
+    design = parse_policy({"sequential": {"spending": "obf"}}).sequential
+    assert design == SequentialDesign(spending="obf")
     assert parse_policy({"sequential": {"looks": [0.5, 1]}}).sequential.looks == (0.5, 1.0)
     assert "sequential" not in Policy().to_dict()
     for bad in ({"looks": [0.5, 0.4, 1]}, {"looks": [0.5]}, {"spending": "pocock"}, {"x": 1}):
@@ -214,8 +240,8 @@ def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Pa
     saved = read_run(tmp_path / "candidate")
     state = saved.manifest.sequential
     assert {k: state[k] for k in ("looks", "spending", "seed")} == {
-        "looks": [0.25, 0.5, 1.0],
-        "spending": "obf",
+        "looks": [0.2, 0.5, 1.0],
+        "spending": "obf-early",
         "seed": 0,
     }
     assert state["taken"] == len(run.taken) and not state["open"]  # it decided: nothing to continue

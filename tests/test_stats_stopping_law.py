@@ -44,7 +44,7 @@ def test_the_exact_law_is_what_the_simulation_of_the_same_tests_finds(drop, flip
 
 def test_plan_reads_the_exact_law_and_the_docs_table_is_it():
     """An unchanged candidate flipping 1% at n = 500 uses 0.89 of its examples by the exact
-    tests, where the normal approximation said 0.62 (issue 50): plan's expected n is the
+    tests, where the normal approximation says 0.54 (issue 50): plan's expected n is the
     exact one, and docs/gate.md's rows for n = 300 and 500 are what the experiment prints."""
     experiment = _experiment()
     design = SequentialDesign()

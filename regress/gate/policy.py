@@ -23,8 +23,8 @@ golden:
 anchor: release-1.0     # creep guard: also test against this baseline (docs/gate.md#creep-guard)
 max_cumulative_drop: 0.03  # largest tolerated drop since the anchor (needs anchor)
 sequential:             # stop each unit as soon as it decides (docs/gate.md#sequential)
-  looks: [0.25, 0.5, 1.0]  # shares of each unit's examples (or a count: 4 equal steps)
-  spending: obf         # Lan-DeMets O'Brien-Fleming alpha spending
+  looks: [0.2, 0.5, 1.0]  # shares of each unit's examples (or a count: 4 equal steps)
+  spending: obf-early   # a tenth of alpha at the first look, then O'Brien-Fleming | obf
   seed: 0               # the random order the examples run in
 judge:                  # an LLM judge for units no code can score (docs/judge.md)
   model: gemma3-270m    # any backend's model; a server: backend openai + model_args

@@ -36,6 +36,7 @@ from regress.stats.design_choice import (
     DESIGN_DROPS,
     DESIGNS,
     EPROCESS_LOOKS,
+    OBF_DESIGN,
     POOLS,
     SPENDING_DESIGN,
     DesignPoint,
@@ -145,6 +146,7 @@ from regress.stats.recovery import (
     recovery_point,
 )
 from regress.stats.spending import (
+    EARLY_SHARE,
     MAX_LOOKS,
     SPENDING,
     Grid,
@@ -153,6 +155,9 @@ from regress.stats.spending import (
     cut,
     median_unbiased_drift,
     obf_spent,
+    spent,
+    spent_steps,
+    step_boundaries,
     stopping,
 )
 from regress.stats.stratified import (
@@ -172,6 +177,7 @@ __all__ = [
     "DESIGNS",
     "EPROCESS_LOOKS",
     "POOLS",
+    "OBF_DESIGN",
     "SPENDING_DESIGN",
     "DesignPoint",
     "design_cells",
@@ -220,6 +226,7 @@ __all__ = [
     "SHRINK",
     "SIZE_DISCORDANCES",
     "SIZE_NS",
+    "EARLY_SHARE",
     "SPENDING",
     "SPREAD",
     "SequentialDesign",
@@ -264,6 +271,9 @@ __all__ = [
     "median_unbiased_drift",
     "moments",
     "obf_spent",
+    "spent",
+    "spent_steps",
+    "step_boundaries",
     "paired_diff_ci",
     "paired_mean_test",
     "pass_n",

@@ -1,11 +1,12 @@
-"""The two extendable designs of a sequential unit side by side, exactly, on one grid.
+"""The extendable designs of a sequential unit side by side, exactly, on one grid.
 
 docs/gate.md ("Choosing the extendable design") shows the table made here; tests recompute
 cells of it. One accuracy unit, a pool of n_max paired examples, max_drop 2 points, alpha 0.05:
 
-- `spending`: the gate's group-sequential design (regress.stats.spending, O'Brien-Fleming
-  looks at 25/50/100% of the pool), each look's exact margin tests at their nominal level
-  (regress.stats.operating.stopping_law).
+- `obf-early`: the gate's group-sequential design (regress.stats.spending: looks at 20/50/100%
+  of the pool, a tenth of alpha at the first, O'Brien-Fleming's shape after), each look's
+  exact margin tests at their nominal level (regress.stats.operating.stopping_law).
+- `obf`: the design before it, O'Brien-Fleming spending at 25/50/100%, for comparison.
 - `e-process`: the mixture betting e-process (regress.stats.eprocess) looked at every 5% of
   the pool; valid at any looks, so finer looks cost nothing but time.
 
@@ -29,9 +30,13 @@ DESIGN_DROPS = (0.0, MAX_DROP, 0.05)
 """Unchanged, at the margin (the sizes), and beyond it (2.5 times max_drop)."""
 EPROCESS_LOOKS = tuple(k / 20 for k in range(1, 21))
 SPENDING_DESIGN = SequentialDesign()
+OBF_DESIGN = SequentialDesign(looks=(0.25, 0.5, 1.0), spending="obf")
+"""The gate's design until issue 50's early look: its first look's nominal level (0.0001)
+lies below the exact tests' least p-value (0.001), so it never decides."""
 
 DESIGNS: dict[str, Callable[[int, float, float], StoppingLaw]] = {
-    "spending": lambda n, drop, flips: stopping_law(n, drop, flips, SPENDING_DESIGN),
+    "obf-early": lambda n, drop, flips: stopping_law(n, drop, flips, SPENDING_DESIGN),
+    "obf": lambda n, drop, flips: stopping_law(n, drop, flips, OBF_DESIGN),
     "e-process": lambda n, drop, flips: eprocess_law(n, drop, flips, EPROCESS_LOOKS),
 }
 
