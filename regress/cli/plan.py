@@ -38,7 +38,7 @@ from regress.cli.common import (
 )
 from regress.core.store import Store
 from regress.gate.policy import Policy, load_policy
-from regress.stats import Rule, SequentialDesign, accuracy_n, pass_n
+from regress.stats import SPENDING, Rule, SequentialDesign, accuracy_n, pass_n
 
 FRACTION = click.FloatRange(0, 1, min_open=True, max_open=True)
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -299,7 +299,7 @@ def _plan_baseline(
         header += " | expected n if unchanged / at max_drop / at 2x max_drop"
         looks = ", ".join(f"{t:.0%}" for t in design.looks)
         click.echo(
-            f"sequential: looks at {looks} of each unit, O'Brien-Fleming spending; the "
+            f"sequential: looks at {looks} of each unit, {SPENDING[design.spending]} spending; the "
             "expected n is what a unit uses before it stops (exact: each look's tests)"
         )
     click.echo(header)

@@ -36,7 +36,7 @@ from regress.gate.results import (
 )
 from regress.gate.unit_verdicts import rerun_words
 from regress.report.tables import markdown_table
-from regress.stats import PassRequires, Rule
+from regress.stats import SPENDING, PassRequires, Rule
 
 MARKER = "<!-- regress-report -->"
 """Last line of every report: lets a CI step find and update its own earlier comment."""
@@ -546,7 +546,7 @@ def _looks(comparison: Comparison) -> str:
     ]
     return (
         "### Sequential looks\n\n"
-        f"Lan-DeMets O'Brien-Fleming alpha spending over looks at "
+        f"{_sentence(SPENDING[run.spending])} alpha spending over looks at "
         f"{', '.join(f'{t:.0%}' for t in run.looks)} of each unit's examples, run in a random "
         f"order (seed {run.seed}). p-values are repeated p-values and bounds repeated "
         "confidence bounds: valid whenever the gate stops. A unit's Δ is the naive estimate at "
@@ -1423,3 +1423,8 @@ def _yaml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _sentence(text: str) -> str:
+    """`text` opening a sentence: its first letter upper case, the rest as written."""
+    return text[:1].upper() + text[1:]
