@@ -223,7 +223,7 @@ gate_options = option_group(
         "--sequential",
         is_flag=True,
         help="Run the candidate in looks and stop each unit once it decides (alpha spent over "
-        "the looks; the policy's `sequential:` sets them, default 25/50/100%).",
+        "the looks; the policy's `sequential:` sets them, default 20/50/100%).",
     ),
     click.option(
         "--max-looks",

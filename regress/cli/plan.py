@@ -119,7 +119,7 @@ class Budget(click.ParamType):
     "--sequential",
     is_flag=True,
     help="With --baseline: the expected examples under a sequential gate (the policy's "
-    "`sequential:` design, or looks at 25/50/100%).",
+    "`sequential:` design, or looks at 20/50/100%).",
 )
 @click.option(
     "--shards",

@@ -76,7 +76,7 @@ def _drops(_: click.Context, __: click.Parameter, text: str | None) -> tuple[flo
     "--sequential",
     is_flag=True,
     help="Also simulate each gated unit under the policy's sequential design (or looks at "
-    "25/50/100%): verdict rates and expected examples beside the fixed gate's.",
+    "20/50/100%): verdict rates and expected examples beside the fixed gate's.",
 )
 @calibration_option
 @policy_option("Policy whose verdicts are simulated (default: built-in).")
