@@ -136,9 +136,9 @@ def test_too_few_examples_says_so_first_with_the_n_that_would_decide():
     assert needed > 1000  # a 4-point drop needs thousands of examples, not 100
     about = f"{round(needed, -(len(str(needed)) - 2)):,}"
     assert first(result) == (
-        "## regress: ⚠️ INCONCLUSIVE (not blocking): only 40 examples per unit; 100 needed; about "
-        f"{about} would detect a 4.0-pt drop. Largest change: boolq dropped 12.5 pts "
-        "(6 broke, 1 fixed)"
+        "## regress: ⚠️ INCONCLUSIVE (not blocking): only 40 examples per unit; 100 needed; a new "
+        f"check over about {about} examples would detect a 4.0-pt drop. Largest change: boolq "
+        "dropped 12.5 pts (6 broke, 1 fixed)"
     )
 
 

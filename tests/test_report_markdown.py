@@ -241,7 +241,8 @@ pts, beyond the 2.0-pt limit
 | wikitext (word_perplexity) | 62 | 30.125 | 30.400 | +0.91% | – | ✅ PASS |
 
 - ⚠️ **arc_easy** dropped 5.0 pts (30 broke, 15 fixed); the drop may be up to 8.1 pts, more \
-than the 2.0-pt limit; about 2,300 examples would detect a 4.0-pt drop
+than the 2.0-pt limit; a new check over about 2,300 examples would detect a 4.0-pt drop; \
+rerunning this one on more would test twice
 - ❌ **mmlu** dropped 10.0 pts (25 broke, 5 fixed); the drop is at least 5.2 pts, beyond the \
 2.0-pt limit
 - ⚠️ policy names unit 'piqa', which is not in this suite

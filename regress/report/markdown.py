@@ -34,7 +34,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.unit_verdicts import rerun_words
+from regress.gate.unit_verdicts import TESTS_TWICE, detect_words, rerun_words
 from regress.report.tables import markdown_table
 from regress.stats import SPENDING, PassRequires, Rule
 
@@ -302,10 +302,8 @@ def _undecided(units: Sequence[UnitResult], gated: Sequence[UnitResult], policy:
         text = f"only {size} examples {where}; {policy.min_examples} needed"
         planned = max(small, key=lambda u: u.n_needed or 0)
         if planned.n_needed and planned.plan_drop:
-            text += (
-                f"; about {_about(planned.n_needed)} would detect a "
-                f"{_sized(planned, planned.plan_drop)} {_noun(planned)}"
-            )
+            effect = f"{_sized(planned, planned.plan_drop)} {_noun(planned)}"
+            text += f"; {detect_words(_about(planned.n_needed), effect)}"
         worst = max(small, key=lambda u: _observed_drop(u) or 0.0)
         if (_observed_drop(worst) or 0.0) > worst.threshold:
             text += f". Largest change: {worst.name} {_change_words(worst)}{_flipped(worst)}"
@@ -367,10 +365,8 @@ def _plain(unit: UnitResult, policy: Policy) -> str:
             f"{change}{_flipped(unit)}, from only {unit.n} examples ({policy.min_examples} needed)"
         )
         if unit.n_needed and unit.plan_drop:
-            text += (
-                f"; about {_about(unit.n_needed)} would detect a {_sized(unit, unit.plan_drop)} "
-                f"{noun}"
-            )
+            effect = f"{_sized(unit, unit.plan_drop)} {noun}"
+            text += f"; {detect_words(_about(unit.n_needed), effect)}; {TESTS_TWICE}"
         return text
     if unit.verdict is Verdict.REGRESSION:
         if bounds.at_least is None:
@@ -393,8 +389,8 @@ def _plain(unit: UnitResult, policy: Policy) -> str:
     text = f"{change}{_flipped(unit)}; the {noun} may be up to {_effect(unit, bounds.at_most)}"
     text += f", more than {limit}"
     if (_observed_drop(unit) or 0.0) > unit.threshold and unit.n_needed and unit.plan_drop:
-        planned = _sized(unit, unit.plan_drop)
-        text += f"; about {_about(unit.n_needed)} examples would detect a {planned} {noun}"
+        effect = f"{_sized(unit, unit.plan_drop)} {noun}"
+        text += f"; {detect_words(_about(unit.n_needed), effect)}; {TESTS_TWICE}"
     elif unit.n_to_pass:
         text += f"; {rerun_words(_about(unit.n_to_pass))}"
     return text
