@@ -11,6 +11,10 @@ the default before issue 50). Prints a Markdown table and the CPU flags.
         --looks "0.25,0.5,1;0.25,0.5,0.75,1"
     .venv/bin/python experiments/sequential_gate.py --tasks mmlu --limit 20 --num-fewshot 0
     .venv/bin/python experiments/sequential_gate.py --suite suites/proxy.yaml
+    .venv/bin/python experiments/sequential_gate.py --model gemma3-270m --tasks arc_easy \
+        --limit 2000 --looks 0.2,0.5,1 --sequential-only
+
+`--sequential-only` skips the fixed gate (issue 50's pool table: verdict, look, examples used).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from regress.core.manifest import Run
 from regress.core.store import Store
 from regress.gate.policy import Policy
 from regress.gate.results import Comparison
+from regress.report.markdown import render_markdown
 from regress.run.engine import TaskSpec
 from regress.run.runner import RunPlan, execute, suite_specs
 from regress.run.suite import load_suite
@@ -48,7 +53,11 @@ def main() -> None:
     parser.add_argument("--suite", type=Path, default=None, help="a suite file (over --tasks)")
     parser.add_argument("--limit", type=int, default=None, help="documents per task")
     parser.add_argument("--num-fewshot", type=int, default=None)
+    parser.add_argument("--model", default="smollm2-135m", help="the reference: a packaged name")
     parser.add_argument("--types", default="Q8_0,Q4_0,Q2_K,IQ3_S", help="candidate types")
+    parser.add_argument(
+        "--sequential-only", action="store_true", help="skip the fixed gate (a pool's table)"
+    )
     parser.add_argument(
         "--looks",
         default="0.25,0.5,1",
@@ -58,7 +67,10 @@ def main() -> None:
         "--spending", choices=list(SPENDING), default=next(iter(SPENDING)), help="alpha spending"
     )
     parser.add_argument(
-        "--keep", type=Path, default=None, help="store the baseline here (for `regress selftest`)"
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep the baseline (for `regress selftest`) and each report here",
     )
     args = parser.parse_args()
     designs = [
@@ -66,7 +78,7 @@ def main() -> None:
         for looks in args.looks.split(";")
     ]
     source = resolve_source(DATA)
-    reference = resolve_model_path("smollm2-135m")
+    reference = resolve_model_path(args.model)
     specs = (
         tuple(suite_specs(load_suite(args.suite)))
         if args.suite
@@ -88,26 +100,35 @@ def main() -> None:
         baseline = store.load("base")
         for kind in args.types.split(","):
             model = CandidateModel(str(quantize_file(reference, kind, root / f"{kind}.gguf")))
-            fixed, fixed_s = _timed(baseline, model, Policy(), source)
+            fixed, fixed_s = (
+                (None, None) if args.sequential_only else _timed(baseline, model, Policy(), source)
+            )
             for design in designs:
                 seq, seq_s = _timed(baseline, model, Policy(sequential=design), source)
                 run = seq.sequential
                 assert run is not None
-                shares[design].append(seq_s / fixed_s)
+                if args.keep:
+                    report = args.keep / f"{kind}-{_looks(design).replace('/', '-')}.md"
+                    report.write_text(render_markdown(seq), encoding="utf-8")
+                if fixed_s:
+                    shares[design].append(seq_s / fixed_s)
                 units = " ".join(
                     f"{u.name}:{u.verdict.value}@{run.decided_at.get(u.name, '-')}"
                     for u in seq.units
                     if u.gated
                 )
+                same = "–" if fixed is None else "yes" if fixed.verdict is seq.verdict else "**no**"
                 rows.append(
-                    f"| {kind} | {_looks(design)} | {fixed.verdict.value} | {seq.verdict.value} | "
-                    f"{'yes' if fixed.verdict is seq.verdict else '**no**'} | {units} | "
-                    f"{run.examples_run:,} / {run.examples_total:,} | {fixed_s:.0f} s | "
-                    f"{seq_s:.0f} s | {seq_s / fixed_s:.0%} |"
+                    f"| {kind} | {_looks(design)} | {fixed.verdict.value if fixed else '–'} | "
+                    f"{seq.verdict.value} | {same} | {units} | "
+                    f"{run.examples_run:,} / {run.examples_total:,} | "
+                    f"{f'{fixed_s:.0f} s' if fixed_s else '–'} | {seq_s:.0f} s | "
+                    f"{f'{seq_s / fixed_s:.0%}' if fixed_s else '–'} |"
                 )
                 print(rows[-1], flush=True)
     print(
-        f"{f'suite {args.suite}' if args.suite else f'tasks {args.tasks}'}, limit {args.limit}, "
+        f"{args.model}, {f'suite {args.suite}' if args.suite else f'tasks {args.tasks}'}, "
+        f"limit {args.limit}, "
         f"shots {args.num_fewshot}; baseline run "
         f"{base_s:.0f} s\n"
     )
@@ -118,7 +139,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     for design, found in shares.items():
-        print(f"\nlooks {_looks(design)}: median sequential / fixed wall time {median(found):.0%}")
+        if found:
+            print(f"\nlooks {_looks(design)}: median sequential / fixed wall {median(found):.0%}")
     print(f"\nllama.cpp system info: {llama_cpp.llama_print_system_info().decode().strip()}")
 
 

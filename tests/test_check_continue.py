@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -220,6 +221,33 @@ def test_the_cli_refuses_a_continuation_under_another_policy_with_exit_2(
     assert refused.exit_code == 2
     assert "cannot continue" in refused.output and "another policy" in refused.output
     assert scripted.looks == 1
+
+
+def test_a_run_stopped_before_its_last_look_is_never_promoted(
+    tmp_path: Path, baseline: Run, scripted: Scripted
+) -> None:
+    """Promoting a sequential check's run that holds only its first look's examples would
+    shrink the pool every later check draws from: refused (exit 2), nothing stored."""
+    store = tmp_path / "store"
+    first = _check(baseline, max_looks=1)
+    write_run(first.candidate, tmp_path / "r")
+    held = sum(len(r) for r in first.candidate.records.values())
+    assert held < sum(len(r) for r in baseline.records.values())
+    args = ["baseline", "promote", "--run", str(tmp_path / "r"), "--name", "next"]
+    refused = CliRunner().invoke(cli, [*args, "--store", str(store)])
+    assert refused.exit_code == 2, refused.output
+    assert f"stopped at look 1 of {len(POLICY.sequential.looks)}" in refused.output
+    assert f"holds {held:,} examples" in refused.output
+    assert not (store / "next").exists()
+    # A run that took its last look holds the whole pool: promoted as a plain baseline.
+    state = {**first.candidate.manifest.sequential, "taken": len(DESIGN.looks), "open": False}
+    last = replace(scripted.run, manifest=replace(scripted.run.manifest, sequential=state))
+    write_run(last, tmp_path / "whole")
+    args[3] = str(tmp_path / "whole")
+    promoted = CliRunner().invoke(cli, [*args, "--store", str(store)])
+    assert promoted.exit_code == 0, promoted.output
+    stored = Store(store).load("next")
+    assert stored.manifest.sequential is None and stored.records == last.records
 
 
 @pytest.mark.model

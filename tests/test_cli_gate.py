@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -188,6 +189,50 @@ def test_decision_gates_judge_a_real_runs_own_accuracy(q8, arc_store, tmp_path):
         [gate] = json.loads(report.read_text())["requirements"]
         assert gate["value"] == pytest.approx(accuracy) and gate["n"] == unit["n"]
         assert gate["verdict"] == verdict
+
+
+@pytest.mark.model
+def test_the_estimands_gate_a_real_runs_choice_probabilities(q8, arc_store, tmp_path):
+    """The saved Q8_0 run gated again (no model run) on the opt-in estimands: `p_gold`'s
+    change is the mean paired change of the gold choice's softmax probability and `max_kl`'s
+    value the mean KL between the choice distributions, both recomputed here from the stored
+    log-likelihoods; each verdict is the one its bound implies."""
+    model = q8[0]
+    base = {r.doc_id: r for r in Store(arc_store).load("arc").records["arc_easy"]}
+    cand = {r.doc_id: r for r in read_run(model.parent / "run").records["arc_easy"]}
+    assert base.keys() == cand.keys()
+
+    def softmax(record) -> np.ndarray:  # noqa: ANN001
+        values = np.exp(np.asarray(record.scores["loglik"]) - max(record.scores["loglik"]))
+        return values / values.sum()
+
+    p = {d: (softmax(base[d]), softmax(cand[d])) for d in base}
+    change = np.mean([q[cand[d].target] - b[base[d].target] for d, (b, q) in p.items()])
+    kl = np.mean([min(float(np.sum(b * np.log(b / q))), 1.0) for b, q in p.values()])
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("units:\n  arc_easy: {estimand: p_gold, max_drop: 0.02, max_kl: 0.05}\n")
+    report = tmp_path / "r.json"
+    code, text = run(
+        "check", "-b", "arc", "--candidate-run", str(model.parent / "run"), "--store",
+        str(arc_store), "--policy", str(policy), "--report-json", str(report),
+    )  # fmt: skip
+    data = json.loads(report.read_text())
+    [unit] = data["units"]
+    [divergence] = data["divergence"]
+    assert unit["delta"] == pytest.approx(change, abs=1e-9)
+    assert divergence["mean_kl"] == pytest.approx(kl, abs=1e-9)
+    # A verdict and its bound never disagree (issue 50): PASS exactly when the bound is within
+    # the limit, REGRESSION exactly when the bound the other way is beyond it.
+    drop = unit["bounds"]
+    assert (unit["verdict"] == "PASS") == (drop["at_most"] <= 0.02)
+    assert (unit["verdict"] == "REGRESSION") == (
+        drop["at_least"] is not None and drop["at_least"] > 0.02
+    )
+    assert (divergence["verdict"] == "PASS") == (divergence["at_most"] <= 0.05)
+    assert (divergence["verdict"] == "REGRESSION") == (
+        divergence["at_least"] is not None and divergence["at_least"] > 0.05
+    )
+    assert code == (1 if "REGRESSION" in (unit["verdict"], divergence["verdict"]) else 0), text
 
 
 @pytest.mark.model

@@ -8,7 +8,7 @@ not in a baseline, so the discordance is an assumption the caller states.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -194,8 +194,8 @@ def small_units(run: Run, policy: Policy) -> list[str]:
         if not unit.gated or unit.kind is UnitKind.PERPLEXITY or unit.n >= policy.min_examples:
             continue
         line = (
-            f"unit {unit.name} has {unit.n} examples, under the policy's min_examples "
-            f"{policy.min_examples}: every check of it will be INCONCLUSIVE"
+            f"unit {unit.name} has {unit.n:,} examples, under the policy's min_examples "
+            f"{policy.min_examples:,}: every check of it will be INCONCLUSIVE"
         )
         if unit.n_needed and unit.drop:
             needed = max(unit.n_needed, policy.min_examples)
@@ -212,14 +212,22 @@ def no_early_stop(run: Run, policy: Policy) -> str | None:
     save a tenth of its examples, even for a candidate that flips as few answers as a Q8_0
     (LIGHTEST_DISCORDANCE), unchanged or at twice max_drop: the looks then cost more than they
     save (each reads its tasks' few-shot prefixes again)."""
-    if policy.sequential is None:
+    design = policy.sequential
+    if design is None:
         return None
-    plans = [
-        unit
-        for unit in plan_baseline(run, policy, LIGHTEST_DISCORDANCE)
-        if unit.gated and unit.expected_n is not None and unit.n
-    ]
-    if not plans or any(min(u.expected_n or ()) < 0.9 * u.n for u in plans):
+    plans = plan_baseline(run, replace(policy, sequential=None), LIGHTEST_DISCORDANCE)
+    level = policy.alpha / max(1, sum(u.gated for u in plans))
+    units = [u for u in plans if u.gated and u.kind is UnitKind.ACCURACY and u.n]
+    # One exact law at a time, the likeliest to stop early first: a large pool answers at the
+    # first (each law of a 2,000-example unit takes seconds).
+    for unit in units:
+        for drop in (0.0, 2 * unit.threshold, unit.threshold):
+            law = stopping_law(
+                unit.n, drop, max(LIGHTEST_DISCORDANCE, drop), design, level, unit.threshold
+            )
+            if law.expected_n < 0.9 * unit.n:
+                return None
+    if not units:
         return None
     return (
         "sequential: at these unit sizes no unit is expected to save a tenth of its examples, "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -47,9 +46,7 @@ from regress.core.store import (
     write_run,
 )
 from regress.gate.golden_rules import FRAGILE_MARGIN, fragile_items
-from regress.gate.integrity import (
-    check_fit_to_store,
-)
+from regress.gate.integrity import as_baseline, check_fit_to_store
 from regress.gate.policy import load_policy
 from regress.run.generation import GenerationSettings
 from regress.run.inspect_import import read_inspect_log
@@ -278,8 +275,7 @@ def promote(run_dir: Path, name: str, store: Path, force: bool) -> None:
     check_baseline_target(Store(store), name, saving)
     run = read_run(run_dir)
     check_fit_to_store(run)
-    renamed = dataclasses.replace(run, manifest=dataclasses.replace(run.manifest, name=name))
-    path = save_baseline(Store(store), renamed, saving)
+    path = save_baseline(Store(store), as_baseline(run, name), saving)
     click.echo(f"promoted {run_dir} to baseline {name!r} -> {path}")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from regress.core.errors import BadInput, RunFailed
@@ -22,6 +23,21 @@ from regress.tasks.multiple_choice import ChoiceScores, argmax_choices
 
 DEFAULT_MAX_ERROR_RATE = Policy().max_error_rate
 """The policy's default: a run failing on more of a task's examples than this is no result."""
+
+
+def as_baseline(run: Run, name: str) -> Run:
+    """A stored run made baseline `name` (`baseline promote`): a sequential check's run only
+    once it took its last look. One that stopped early holds the examples its looks ran, and
+    promoting it would shrink the pool every later check draws from; BadInput (exit 2)."""
+    state = run.manifest.sequential
+    if state is not None and state.get("taken", 0) < len(state.get("looks", ())):
+        held = sum(len(records) for records in run.records.values())
+        raise BadInput(
+            f"run {run.manifest.name!r} is a sequential check's that stopped at look "
+            f"{state.get('taken')} of {len(state['looks'])}: it holds {held:,} examples, not the "
+            "baseline's whole pool; make the new baseline with `regress baseline create`"
+        )
+    return replace(run, manifest=replace(run.manifest, name=name, sequential=None))
 
 
 def check_fit_to_store(run: Run, max_error_rate: float = DEFAULT_MAX_ERROR_RATE) -> None:
