@@ -33,7 +33,7 @@ def as_baseline(run: Run, name: str) -> Run:
     if state is not None and state.get("taken", 0) < len(state.get("looks", ())):
         held = sum(len(records) for records in run.records.values())
         raise BadInput(
-            f"run {run.manifest.name!r} is a sequential check's that stopped at look "
+            f"run {run.manifest.name!r} comes from a sequential check that stopped at look "
             f"{state.get('taken')} of {len(state['looks'])}: it holds {held:,} examples, not the "
             "baseline's whole pool; make the new baseline with `regress baseline create`"
         )
