@@ -23,6 +23,7 @@ monotone envelope of the margins rejected (`drop_bound`), and the gate decides b
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -68,11 +69,34 @@ def margin_pvalue(b: int, c: int, n: int, margin: float, side: Side = Side.BEYON
     return _pvalue_at(b, c, n, margin, Side(side))[0]
 
 
-def _pvalue_at(b: int, c: int, n: int, margin: float, side: Side) -> tuple[float, float]:
-    """The exact p-value and the discordance whose tail it is."""
+def _pvalue_at(
+    b: int,
+    c: int,
+    n: int,
+    margin: float,
+    side: Side,
+    level: float = math.inf,
+    decision: bool = False,
+) -> tuple[float, float]:
+    """The exact p-value and the discordance whose tail it is.
+
+    With a `level`, a p-value that the grid of discordances already puts at or above it is
+    returned unrefined: a lower bound of the p-value, which is all a decision at that level
+    needs (the test keeps H0), and spares the refinement. A `decision` also skips it where
+    an upper bound of the p-value is below the level (the test rejects); its p-value is then
+    the grid's, below the level too, and its discordance not the sup's.
+    """
     observed = float(_statistic(np.asarray(float(b)), np.asarray(float(c)), n, margin, side))
-    tail, theta = _largest_tail(observed, n, margin, side, _window(b + c, n))
+    window = _window(b + c, n)
+    tail, theta = _largest_tail(observed, n, margin, side, window, level, decision)
     return min(1.0, GAMMA + tail), theta
+
+
+def _rejects(b: int, c: int, n: int, margin: float, side: Side, level: float) -> bool:
+    """Whether the exact test rejects at `level`: margin_pvalue(...) < level, decided the
+    same way, refining the p-value only where bounds of it leave the decision open."""
+    _check(b, c, n)
+    return n > 0 and _pvalue_at(b, c, n, margin, side, level, decision=True)[0] < level
 
 
 def _pvalue_near(b: int, c: int, n: int, margin: float, thetas: np.ndarray) -> float:
@@ -122,12 +146,12 @@ def envelope_rejects(b: int, c: int, n: int, margin: float, level: float, side: 
 def _lower_bound(b: int, c: int, n: int, level: float) -> float:
     """BEYOND's bound: bisect for a crossing of the level, then look below it for margins
     the test keeps (the envelope's edge is the lowest)."""
-    if margin_pvalue(b, c, n, -1.0, Side.BEYOND) >= level:
+    if not _rejects(b, c, n, -1.0, Side.BEYOND, level):
         return -1.0
     kept, crossing, theta = _bracket(b, c, n, level)  # not rejected / rejected, discordance
     while abs(kept - crossing) > BOUND_TOLERANCE:
         middle = (kept + crossing) / 2
-        p, at = _pvalue_at(b, c, n, middle, Side.BEYOND)
+        p, at = _pvalue_at(b, c, n, middle, Side.BEYOND, level)
         if p < level:
             crossing, theta = middle, at
         else:
@@ -148,9 +172,9 @@ def _bracket(b: int, c: int, n: int, level: float) -> tuple[float, float, float]
     width = reach(n)
     while True:
         low, high = max(-1.0, guess - width), min(1.0, guess + width)
-        p_low, theta = _pvalue_at(b, c, n, low, Side.BEYOND)
+        p_low, theta = _pvalue_at(b, c, n, low, Side.BEYOND, level)
         if (low == -1.0 or p_low < level) and (
-            high == 1.0 or margin_pvalue(b, c, n, high, Side.BEYOND) >= level
+            high == 1.0 or not _rejects(b, c, n, high, Side.BEYOND, level)
         ):
             return 1.0 if high == 1.0 else high, low, theta
         width *= 4
@@ -174,14 +198,14 @@ def _lowest_kept(b: int, c: int, n: int, level: float, crossing: float, theta: f
     low = max(-1.0, crossing - reach(n))
     start = low
     for before, after in _breakpoints(b, c, n, low, crossing, theta):
-        if before > start and margin_pvalue(b, c, n, before, Side.BEYOND) >= level:
+        if before > start and not _rejects(b, c, n, before, Side.BEYOND, level):
             # The piece (start, before] rises through the level: bisect it, rejected below.
-            if margin_pvalue(b, c, n, start, Side.BEYOND) >= level:
+            if not _rejects(b, c, n, start, Side.BEYOND, level):
                 return start
             rejected_at, kept_at = start, before
             while kept_at - rejected_at > BOUND_TOLERANCE:
                 middle = (rejected_at + kept_at) / 2
-                if margin_pvalue(b, c, n, middle, Side.BEYOND) < level:
+                if _rejects(b, c, n, middle, Side.BEYOND, level):
                     rejected_at = middle
                 else:
                     kept_at = middle
@@ -261,7 +285,7 @@ def rejection_edges(
     ms = range(n + 1) if m is None else m
 
     def rejects(b: int, m: int) -> bool:
-        return 0 <= b <= m and margin_pvalue(b, m - b, n, margin, side) < level
+        return 0 <= b <= m and _rejects(b, m - b, n, margin, side, level)
 
     edges = np.empty(len(ms), dtype=np.int64)
     edge: int | None = None
@@ -300,8 +324,10 @@ def _check(b: int, c: int, n: int) -> None:
         raise ValueError(f"need 0 <= b, c and b + c <= n, got b={b}, c={c}, n={n}")
 
 
+@functools.lru_cache(maxsize=65_536)
 def _window(m: int, n: int) -> tuple[float, float]:
-    """The 1 - GAMMA Clopper-Pearson interval of the discordance, from m of n."""
+    """The 1 - GAMMA Clopper-Pearson interval of the discordance, from m of n (kept: an edge
+    search tests many b at one m)."""
     low = float(sps.beta.ppf(GAMMA / 2, m, n - m + 1)) if m > 0 else 0.0
     high = float(sps.beta.ppf(1 - GAMMA / 2, m + 1, n - m)) if m < n else 1.0
     return low, high
@@ -364,22 +390,99 @@ def _tails(
     this about 15 times); they agree with it to 1e-15.
     """
     theta = np.atleast_1d(theta)[:, None]
+    weight = _m_weight(m, n, theta, log_choose)
+    return np.asarray(np.sum(weight * _inside(edges, m, margin, side, theta), axis=1))
+
+
+def _m_weight(m: np.ndarray, n: int, theta: np.ndarray, log_choose: np.ndarray) -> np.ndarray:
+    """P(b + c = m) at discordance θ: Binomial(n, θ)."""
+    return np.asarray(np.exp(log_choose + special.xlogy(m, theta) + special.xlog1py(n - m, -theta)))
+
+
+def _inside(
+    edges: np.ndarray, m: np.ndarray, margin: float, side: Side, theta: np.ndarray
+) -> np.ndarray:
+    """P(b in the region | m) at discordance θ on the boundary: b given m is Binomial(m,
+    (θ + margin) / 2θ), a share monotone in θ."""
     share = np.clip((theta + margin) / (2 * theta), 0.0, 1.0)
-    weight = np.exp(log_choose + special.xlogy(m, theta) + special.xlog1py(n - m, -theta))
     if side is Side.BEYOND:
         # bdtrc(-1, ...) is 1: every b >= 0 is in the region.
-        inside = special.bdtrc(edges - 1, m, share)
-    else:
-        # bdtr(-1, ...) is undefined where no b is in the region.
-        inside = np.where(edges < 0, 0.0, special.bdtr(np.maximum(edges, 0), m, share))
-    return np.asarray(np.sum(weight * inside, axis=1))
+        return np.asarray(special.bdtrc(edges - 1, m, share))
+    # bdtr(-1, ...) is undefined where no b is in the region.
+    return np.where(edges < 0, 0.0, special.bdtr(np.maximum(edges, 0), m, share))
+
+
+def _tail_ceiling(
+    edges: np.ndarray,
+    m: np.ndarray,
+    n: int,
+    margin: float,
+    side: Side,
+    interval: tuple[float, float],
+    log_choose: np.ndarray,
+) -> float:
+    """An upper bound of the tail over the discordances in `interval`: per m, the largest
+    weight (the binomial in θ peaks at m / n) times the larger of the region's ends (its
+    probability is monotone in θ)."""
+    left, right = interval
+    weight = _m_weight(m, n, np.clip(m / n, left, right), log_choose)
+    inside = np.maximum(*(_inside(edges, m, margin, side, np.asarray(t)) for t in interval))
+    return float(np.sum(weight * inside))
+
+
+COARSE = 4
+"""A decision reads every COARSE-th discordance of the grid first: most p-values an edge
+search asks for lie far enough from its level for those, and bounds between them, to
+settle it."""
+
+
+def _coarse_decision(
+    edges: np.ndarray,
+    m: np.ndarray,
+    n: int,
+    margin: float,
+    side: Side,
+    grid: np.ndarray,
+    log_choose: np.ndarray,
+    level: float,
+) -> tuple[float, float] | None:
+    """The largest tail at every COARSE-th grid discordance and its discordance when they
+    settle a decision at `level` as the whole grid and its refinement would, else None.
+
+    The whole grid's largest tail is at least theirs, so one at the level keeps H0; and
+    between two of them the tail is below the `_tail_ceiling` of that interval, so
+    ceilings all below the level (1e-9: rounding's room) reject it.
+    """
+    picks = np.unique(np.r_[np.arange(0, GRID, COARSE), GRID - 1])
+    points = grid[picks][:, None]
+    inside = _inside(edges, m, margin, side, points)
+    tails = np.sum(_m_weight(m, n, points, log_choose) * inside, axis=1)
+    best = int(np.argmax(tails))
+    read = float(tails[best]), float(points[best, 0])
+    if GAMMA + read[0] >= level:
+        return read
+    peaks = np.clip(m / n, points[:-1], points[1:])
+    ceilings = np.sum(
+        _m_weight(m, n, peaks, log_choose) * np.maximum(inside[:-1], inside[1:]), axis=1
+    )
+    if GAMMA + float(np.max(ceilings)) * (1 + 1e-9) < level:
+        return read
+    return None
 
 
 def _largest_tail(
-    observed: float, n: int, margin: float, side: Side, window: tuple[float, float]
+    observed: float,
+    n: int,
+    margin: float,
+    side: Side,
+    window: tuple[float, float],
+    level: float = math.inf,
+    decision: bool = False,
 ) -> tuple[float, float]:
     """sup over the boundary's discordances inside `window` of P(statistic >= observed), and
-    the discordance that reaches it."""
+    the discordance that reaches it; only the grid's largest when that puts the p-value at
+    `level` or above, or (a `decision`, which needs no discordance) when an upper bound of
+    the sup puts it below (`_pvalue_at`)."""
     if observed == -math.inf:
         return 1.0, max(abs(margin), window[0])
     # The boundary drop = margin needs at least |margin| of the examples to flip.
@@ -395,9 +498,20 @@ def _largest_tail(
     if lowest >= highest:
         return float(tail_at(np.array([lowest]))[0]), lowest
     grid = np.linspace(lowest, highest, GRID)
+    if decision:
+        settled = _coarse_decision(edges, m, n, margin, side, grid, log_choose, level)
+        if settled is not None:
+            return settled
     tails = tail_at(grid)
     best = int(np.argmax(tails))
+    if GAMMA + float(tails[best]) >= level:
+        return float(tails[best]), float(grid[best])
     left, right = grid[max(best - 1, 0)], grid[min(best + 1, GRID - 1)]
+    if decision:
+        # The refinement can only find a tail up to the ceiling (1e-9: rounding's room).
+        ceiling = _tail_ceiling(edges, m, n, margin, side, (left, right), log_choose)
+        if GAMMA + ceiling * (1 + 1e-9) < level:
+            return float(tails[best]), float(grid[best])
     refined = optimize.minimize_scalar(
         lambda t: -float(tail_at(np.array([t]))[0]),
         bounds=(left, right),

@@ -401,30 +401,40 @@ def sequential_oc(
     probs = [discordance * share, discordance * (1 - share), 1 - discordance]
     draws = np.stack([rng.multinomial(s, probs, size=runs)[:, :2] for s in steps], axis=1)
     totals = np.cumsum(draws, axis=1)
+    # Each look's edges over the m its runs reach, walked once per side (rejection_edges):
+    # the same edges as bisecting each m apart, for about two exact tests per m instead of
+    # seven.
+    ms = totals.sum(axis=2)
+    edges: dict[tuple[int, Side], tuple[int, np.ndarray]] = {}
+    for k, size in enumerate(sizes):
+        first, last = int(ms[:, k].min()), int(ms[:, k].max()) + 1
+        level = design.nominal_level(alpha, k)
+        for side in Side:
+            edges[k, side] = (first, _look_edges(size, margin, level, side, first, last))
     regressed = passed = 0
     used = 0.0
     for run in totals:
         for k, (b, c) in enumerate(run):
-            size, level = sizes[k], design.nominal_level(alpha, k)
-            if b >= _edge(size, margin, level, Side.BEYOND, int(b + c)):
+            (first, up), (_, down) = edges[k, Side.BEYOND], edges[k, Side.WITHIN]
+            if b >= up[b + c - first]:
                 regressed += 1
-            elif b <= _edge(size, margin, level, Side.WITHIN, int(b + c)):
+            elif b <= down[b + c - first]:
                 passed += 1
             else:
                 continue
-            used += size
+            used += sizes[k]
             break
         else:
             used += sizes[-1]
     fixed = {}
     for side in Side:
-        ms = np.asarray(_m_range(n, discordance, discordance))
-        edges = np.array([_edge(n, margin, alpha, side, int(m)) for m in ms])
-        weight = sps.binom.pmf(ms, n, discordance)
+        m = _m_range(n, discordance, discordance)
+        edge = _look_edges(n, margin, alpha, side, m.start, m.stop)
+        weight = sps.binom.pmf(np.asarray(m), n, discordance)
         tail = (
-            sps.binom.sf(edges - 1, ms, share)
+            sps.binom.sf(edge - 1, np.asarray(m), share)
             if side is Side.BEYOND
-            else sps.binom.cdf(edges, ms, share)
+            else sps.binom.cdf(edge, np.asarray(m), share)
         )
         fixed[side] = float(np.sum(weight * tail))
     return SequentialPoint(
@@ -524,12 +534,6 @@ def _trinomial(steps: int, drop: float, discordance: float) -> np.ndarray:
         + special.xlog1py(np.maximum(steps - m, 0), -discordance)
     )
     return np.where(inside, np.exp(np.where(inside, log_p, 0.0)), 0.0)
-
-
-@functools.lru_cache(maxsize=200_000)
-def _edge(n: int, margin: float, level: float, side: Side, m: int) -> int:
-    """The exact test's rejection edge at one m (see rejection_edges)."""
-    return int(rejection_edges(n, margin, level, side, range(m, m + 1))[0])
 
 
 SEQUENTIAL_N = 300

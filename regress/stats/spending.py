@@ -252,10 +252,12 @@ def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: 
     def beyond(theta: float) -> float:
         # Upward: crossing the upper boundary earlier, or reaching this look at z or above.
         total, before = 0.0, None
-        for k in range(look + 1):
+        for k in range(look):
             info = design.looks[k]
-            total += _mass(_region(theta, info, z if k == look else c[k], np.inf, before))
+            total += _mass(_region(theta, info, c[k], np.inf, before))
             before = (info, _region(theta, info, -c[k], c[k], before))
+        # At the stopping look only the tail beyond z counts: no continuation to carry on.
+        total += _mass(_region(theta, design.looks[look], z, np.inf, before))
         return total - 0.5
 
     # The drift whose statistic sits at z is z / sqrt(t), so the root lies within a few SDs
