@@ -22,6 +22,7 @@ from regress.stats import (
     family_false_alarms,
     family_levels,
     margin_pvalue,
+    margin_rejects,
     operating,
     reach,
     rejection_edges,
@@ -223,11 +224,9 @@ def test_the_docs_show_the_operating_characteristics_the_code_computes(grid, tab
 
 def test_a_decision_at_a_level_is_the_p_values():
     """Edge searches and bounds decide by bounds of the p-value and refine it only where
-    those leave the decision open (regress.stats.margin._rejects): the same decisions as the
+    those leave the decision open (regress.stats.margin_rejects): the same decisions as the
     p-value's own, over a seeded sweep with levels a hair either side of it, where the
     bounds cannot settle and the refinement must."""
-    from regress.stats.margin import _rejects
-
     rng = np.random.default_rng(7)
     for _ in range(40):
         n = int(rng.integers(20, 400))
@@ -236,4 +235,4 @@ def test_a_decision_at_a_level_is_the_p_values():
         margin, side = float(rng.uniform(-0.05, 0.06)), list(Side)[int(rng.integers(2))]
         p = margin_pvalue(b, m - b, n, margin, side)
         for level in (0.05, p * 0.999, p * 1.001, p * 0.7, p * 1.5):
-            assert _rejects(b, m - b, n, margin, side, level) == (p < level), (b, m, n, margin)
+            assert margin_rejects(b, m - b, n, margin, side, level) == (p < level), (b, m, n)

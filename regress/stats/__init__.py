@@ -69,6 +69,7 @@ from regress.stats.margin import (
     drop_bound,
     envelope_rejects,
     margin_pvalue,
+    margin_rejects,
     reach,
     rejection_edges,
 )
@@ -267,6 +268,7 @@ __all__ = [
     "inconclusive",
     "kl_divergence_choices",
     "margin_pvalue",
+    "margin_rejects",
     "mcnemar_pvalue",
     "median_unbiased_drift",
     "moments",

@@ -39,7 +39,7 @@ from scipy import signal, special
 from scipy import stats as sps
 
 from regress.stats.decision import PassRequires, Rule, inconclusive, regression
-from regress.stats.margin import Side, margin_pvalue, rejection_edges
+from regress.stats.margin import Side, margin_pvalue, margin_rejects, rejection_edges
 from regress.stats.paired import (
     SEED,
     Test,
@@ -345,23 +345,34 @@ def creep_verdicts(
     `regress.gate.compare` judges them."""
     regressed, passed = [], []
     for b, c, bk, ck in zip(*step, *creep, strict=True):
-        beyond = sorted((_exact(int(b), int(c), n, max_drop), _exact(int(bk), int(ck), n, budget)))
-        within = (_within(int(b), int(c), n, max_drop), _within(int(bk), int(ck), n, budget))
         # Holm over two: the smaller p against alpha / 2 (the larger needs it first).
-        regressed.append(beyond[0] < ALPHA / 2)
-        passed.append(not regressed[-1] and max(within) < ALPHA)
+        regressed.append(
+            _shown(int(b), int(c), n, max_drop, Side.BEYOND, ALPHA / 2)
+            or _shown(int(bk), int(ck), n, budget, Side.BEYOND, ALPHA / 2)
+        )
+        passed.append(
+            not regressed[-1]
+            and _shown(int(b), int(c), n, max_drop, Side.WITHIN, ALPHA)
+            and _shown(int(bk), int(ck), n, budget, Side.WITHIN, ALPHA)
+        )
     return np.array(regressed), np.array(passed)
 
 
 def _passes(b: int, c: int, n: int, margin: float, level: float) -> bool:
     """A single unit's PASS: no REGRESSION shown, and its drop shown within `margin`."""
-    return _exact(int(b), int(c), n, margin) >= level and _within(int(b), int(c), n, margin) < level
+    b, c = int(b), int(c)
+    return not _shown(b, c, n, margin, Side.BEYOND, level) and _shown(
+        b, c, n, margin, Side.WITHIN, level
+    )
 
 
 @functools.lru_cache(maxsize=100_000)
-def _within(b: int, c: int, n: int, margin: float) -> float:
-    # A drop observed beyond the margin is never shown within it: skip the exact sum.
-    return 1.0 if b - c >= margin * n else margin_pvalue(b, c, n, margin, Side.WITHIN)
+def _shown(b: int, c: int, n: int, margin: float, side: Side, level: float) -> bool:
+    """Whether the exact margin test shows the drop beyond (or within) `margin` at `level`:
+    the p-value's decision, without the p-value where bounds of it settle that."""
+    if side is Side.WITHIN and b - c >= margin * n:
+        return False  # A drop observed beyond the margin is never shown within it.
+    return margin_rejects(b, c, n, margin, side, level)
 
 
 @dataclass(frozen=True)
