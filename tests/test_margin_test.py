@@ -225,8 +225,8 @@ def test_the_docs_show_the_operating_characteristics_the_code_computes(grid, tab
 def test_a_decision_at_a_level_is_the_p_values():
     """Edge searches and bounds decide by bounds of the p-value and refine it only where
     those leave the decision open (regress.stats.margin_rejects): the same decisions as the
-    p-value's own, over a seeded sweep with levels a hair either side of it, where the
-    bounds cannot settle and the refinement must."""
+    p-value's own, over a seeded sweep with levels from 30% below it to 30% above, the
+    closest of which the bounds cannot settle and the refinement must."""
     rng = np.random.default_rng(7)
     for _ in range(40):
         n = int(rng.integers(20, 400))
@@ -234,5 +234,8 @@ def test_a_decision_at_a_level_is_the_p_values():
         b = int(rng.integers(0, m + 1))
         margin, side = float(rng.uniform(-0.05, 0.06)), list(Side)[int(rng.integers(2))]
         p = margin_pvalue(b, m - b, n, margin, side)
-        for level in (0.05, p * 0.999, p * 1.001, p * 0.7, p * 1.5):
+        for level in (
+            0.05,
+            *(p * (1 + e) for e in (-0.3, -0.1, -0.03, -1e-3, 1e-3, 0.03, 0.1, 0.3)),
+        ):
             assert margin_rejects(b, m - b, n, margin, side, level) == (p < level), (b, m, n)
