@@ -100,20 +100,6 @@ def margin_rejects(b: int, c: int, n: int, margin: float, side: Side, level: flo
     return n > 0 and _pvalue_at(b, c, n, margin, side, level, decision=True)[0] < level
 
 
-def _pvalue_near(b: int, c: int, n: int, margin: float, thetas: np.ndarray) -> float:
-    """A lower bound of the BEYOND p-value: the tail's largest value over a few discordances
-    near where it peaked at a neighbouring margin, instead of over its whole window."""
-    window = _window(b + c, n)
-    lowest = max(abs(margin), window[0], 1e-12)
-    highest = min(1.0, max(lowest, window[1]))
-    m = _likely_m(n, lowest, highest)
-    edges = _edges(_observed(b, c, n, margin), n, margin, Side.BEYOND, m)
-    log_choose = special.gammaln(n + 1) - special.gammaln(m + 1) - special.gammaln(n - m + 1)
-    theta = np.clip(thetas, lowest, highest)
-    tails = _tails(edges, m, n, margin, Side.BEYOND, theta, log_choose)
-    return min(1.0, GAMMA + float(np.max(tails)))
-
-
 def drop_bound(b: int, c: int, n: int, level: float, side: Side) -> float:
     """The one-sided 1 - level confidence bound of the drop: the edge of the monotone envelope
     of the margins `margin_pvalue` rejects at `level`.
