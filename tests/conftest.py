@@ -67,35 +67,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-SLOWEST_FIRST = (
-    "test_cli_gate.py",
-    "test_lm_eval_import.py",
-    "test_vllm_server.py",
-    "test_judge_model.py",
-    "test_cli_misc.py",
-    "test_bench_model.py",
-    "test_init_gate.py",
-    "test_gate.py",
-    "test_shards_model.py",
-    "test_sequential.py",
-    "test_install.py",
-    "test_layout_invariance.py",
-)
-"""The model modules that took longest (stop 57's model tier), longest first. They start
-first: a module stays on one worker (--dist loadfile), so a long one started last could keep
-one worker busy while the other idles (scripts/test.sh turns off xdist's reordering, which
-sorts modules by their number of tests, not their time)."""
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of the model modules and those that request a model fixture, and put
-    the slowest modules first."""
+    """Mark the tests of the model modules and those that request a model fixture."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.path.name in MODEL_MODULES or MODEL_FIXTURES & fixtures:
             item.add_marker(pytest.mark.model)
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @pytest.fixture(scope="session")
