@@ -125,12 +125,20 @@ def sequential_n(
     approximation used before said 0.62 of n for an unchanged candidate flipping 1% at
     n = 500, the exact tests 0.89). A drop flips at least its own share of answers."""
     found = [
-        stopping_law(n, drop, max(discordance, drop), design, alpha, threshold).expected_n
-        if n
-        else 0.0
+        _expected_n(design, n, discordance, threshold, alpha, drop)
         for drop in (0.0, threshold, 2 * threshold)
     ]
     return found[0], found[1], found[2]
+
+
+def _expected_n(
+    design: SequentialDesign, n: int, discordance: float, threshold: float, alpha: float,
+    drop: float,
+) -> float:  # fmt: skip
+    """One exact law's expected examples at a true `drop` (which flips at least its share)."""
+    if not n:
+        return 0.0
+    return stopping_law(n, drop, max(discordance, drop), design, alpha, threshold).expected_n
 
 
 def plan_baseline(
@@ -222,10 +230,8 @@ def no_early_stop(run: Run, policy: Policy) -> str | None:
     # first (each law of a 2,000-example unit takes seconds).
     for unit in units:
         for drop in (0.0, 2 * unit.threshold, unit.threshold):
-            law = stopping_law(
-                unit.n, drop, max(LIGHTEST_DISCORDANCE, drop), design, level, unit.threshold
-            )
-            if law.expected_n < 0.9 * unit.n:
+            found = _expected_n(design, unit.n, LIGHTEST_DISCORDANCE, unit.threshold, level, drop)
+            if found < 0.9 * unit.n:
                 return None
     if not units:
         return None
