@@ -98,8 +98,8 @@ def test_check_through_the_python_api_passes_the_same_model(here, computed, tmp_
     regress.write_run(here, tmp_path / "main")
     baseline = regress.Store(tmp_path).load("main")
     # The candidate replays `here`'s computation from the cache; the repeatability check
-    # computes 7 examples again (never cached), and another check of the same model computes
-    # all of its examples: test_another_cpu_build_is_rerun_here_and_its_drift_reported.
+    # computes 7 examples again (never cached). A fresh computation of the same model equal to
+    # stored records: tests/test_cli_misc.py (README's job against the committed baseline).
     options = regress.CheckOptions(repeat_check=7, cache_dir=computed)
     result = regress.check(baseline, regress.CandidateModel("smollm2-135m"), options)
     comparison = result.comparison
@@ -122,9 +122,10 @@ def test_check_through_the_python_api_passes_the_same_model(here, computed, tmp_
 
 
 @pytest.mark.model
-def test_another_cpu_build_is_rerun_here_and_its_drift_reported(here, tmp_path):
+def test_another_cpu_build_is_rerun_here_and_its_drift_reported(here, computed, tmp_path):
     baseline = from_other_machine(here, k=6, store=tmp_path)
-    options = regress.CheckOptions(cache_dir=tmp_path / "cache")
+    # The rerun's answers are this machine's: `here`'s, replayed from its cache.
+    options = regress.CheckOptions(cache_dir=computed)
     result = regress.check(baseline, regress.CandidateModel("smollm2-135m"), options)
     comparison = result.comparison
     hardware = comparison.hardware
@@ -139,9 +140,9 @@ def test_another_cpu_build_is_rerun_here_and_its_drift_reported(here, tmp_path):
     text = regress.render_markdown(comparison)
     assert "| stored baseline | baseline rerun here | candidate |" in text
     assert f"6 of {5 * PER_TASK} answers changed" in text
-    # The rerun went through the result cache: the second check computes nothing for it.
-    again = regress.check(baseline, regress.CandidateModel("smollm2-135m"), options)
-    assert again.reference.records == here.records
+    # The rerun and the candidate go through the result cache, computing nothing it holds.
+    uses = {u.run: (u.replayed > 0, u.computed) for u in comparison.cache}
+    assert uses == {"baseline rerun": (True, 0), "candidate": (True, 0)}
 
 
 @pytest.mark.model
@@ -161,14 +162,17 @@ def test_rebaseline_never_and_a_missing_model_gate_against_the_stored_records(
 
 @pytest.mark.model
 def test_drift_on_another_cpu_build_is_stable_within_noise_and_drift_beyond(here, tmp_path):
-    within = regress.check_drift(from_other_machine(here, k=2, store=tmp_path / "a"))
+    # A drift check's rerun of the pinned model here is `here` again (k counts every
+    # difference from it), so each other baseline is judged against `here` as its rerun: the
+    # judgement without rerunning the model (`regress drift` reruns it:
+    # tests/test_cli_gate.py).
+    options = DriftOptions()
+    within = drift_report(
+        from_other_machine(here, k=2, store=tmp_path / "a"), here, options.policy, options.max_age
+    )
     assert within.cause is Cause.HARDWARE and within.verdict is DriftVerdict.STABLE
     assert within.exit_code == ExitCode.OK and sum(t.flips for t in within.tasks) == 2
     assert "within its measured noise" in within.reason
-    # The rerun above is `here` again (k counts every difference from it), so the other
-    # baseline is judged against `here` as its rerun: the same judgement, without a second
-    # rerun of the model.
-    options = DriftOptions()
     beyond = drift_report(
         from_other_machine(here, k=20, store=tmp_path / "b"), here, options.policy, options.max_age
     )

