@@ -64,10 +64,11 @@ def _leftovers(folder: Path) -> list[str]:
 def test_concurrent_writers_and_a_reader_never_fail(tmp_path: Path) -> None:
     tests = Path(__file__).parent
     Store(tmp_path).save(make_run(n=2000, acc=1))
+    # 20 swaps and 40 loads, the reader busy as long as the writers: every load races a write.
     procs = [
-        _python(WRITER, tmp_path, 0, 15, tests),
-        _python(WRITER, tmp_path, 1, 15, tests),
-        _python(READER, tmp_path, 60, tests),
+        _python(WRITER, tmp_path, 0, 10, tests),
+        _python(WRITER, tmp_path, 1, 10, tests),
+        _python(READER, tmp_path, 40, tests),
     ]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -83,7 +84,9 @@ def test_sigkill_at_any_point_leaves_a_readable_baseline(tmp_path: Path) -> None
     rng = random.Random(13)
     for _ in range(8):
         writer = _python(WRITER, tmp_path, 0, 1000, tests)
-        time.sleep(rng.uniform(0.3, 1.2))  # the interpreter starts, then writes in a loop
+        # The interpreter starts (0.2 s), then writes in a loop, a save every 0.1 s: 0.4 s of
+        # kill points past start-up reach every phase of a save several times over.
+        time.sleep(rng.uniform(0.3, 0.7))
         writer.send_signal(signal.SIGKILL)
         writer.communicate(timeout=30)
         assert writer.returncode == -signal.SIGKILL

@@ -35,6 +35,8 @@ from regress.gate.pairing import Pair
 BINS = 10
 RESAMPLES = 2000
 SEED = 0
+BLOCK = 100_000
+"""Resampled examples the bootstrap handles at once (a few MB per array)."""
 Binning = Literal["width", "mass"]
 
 
@@ -88,31 +90,63 @@ def _bin_index(confidence: np.ndarray, bins: int, binning: Binning) -> np.ndarra
     if binning == "width":
         index: np.ndarray = np.minimum((confidence * bins).astype(int), bins - 1)
         return index
-    # Rank r goes where np.array_split would put it: the first n % bins bins hold one more.
     n = len(confidence)
     rank = np.empty(n, dtype=int)
     rank[np.argsort(confidence, kind="stable")] = np.arange(n)
-    size, extra = divmod(n, bins)
+    return _mass_bins(rank, bins)
+
+
+def _mass_bins(rank: np.ndarray, bins: int) -> np.ndarray:
+    """The equal-mass bin of each rank of n = len(rank): rank r goes where np.array_split
+    would put it, the first n % bins bins holding one more."""
+    size, extra = divmod(len(rank), bins)
     head = extra * (size + 1)
     return np.where(rank < head, rank // (size + 1), extra + (rank - head) // max(size, 1)).astype(
         int
     )
 
 
+def _resampled_bins(
+    confidence: np.ndarray, pick: np.ndarray, bins: int, binning: Binning
+) -> np.ndarray:
+    """The bin of each example of each resample (a row of `pick`, indices into
+    `confidence`), as `_bin_index` bins that resample alone."""
+    if binning == "width":
+        return np.asarray(_bin_index(confidence, bins, binning)[pick])
+    # Equal-mass bins go by rank within the resample, ties in the order drawn: the dense
+    # ranks of the confidences order a row as they do, and small integers sort faster.
+    values, dense = np.unique(confidence, return_inverse=True)
+    order = np.argsort(dense.astype(np.min_scalar_type(values.size))[pick], axis=1, kind="stable")
+    index = np.empty(pick.shape, dtype=int)
+    by_rank = np.broadcast_to(_mass_bins(np.arange(pick.shape[1]), bins), pick.shape)
+    np.put_along_axis(index, order, by_rank, axis=1)
+    return index
+
+
 def ece(
     confidence: np.ndarray, correct: np.ndarray, bins: int = BINS, binning: Binning = "width"
 ) -> float:
     """Expected calibration error over `bins` equal-width or equal-mass bins."""
-    n = len(confidence)
-    if n == 0:
+    if len(confidence) == 0:
         return float("nan")
     index = _bin_index(confidence, bins, binning)
-    counts = np.bincount(index, minlength=bins)
-    gap = np.abs(
-        np.bincount(index, weights=correct, minlength=bins)
-        - np.bincount(index, weights=confidence, minlength=bins)
-    )
-    return float(gap.sum() / n) if counts.sum() else float("nan")
+    return float(_ece_rows(index[None, :], confidence[None, :], correct[None, :], bins)[0])
+
+
+def _ece_rows(
+    index: np.ndarray, confidence: np.ndarray, correct: np.ndarray, bins: int
+) -> np.ndarray:
+    """`ece` of each row of equal-length samples (n > 0) binned by `index`, in one pass: a
+    bootstrap's resamples at once. Each row's bin sums add its examples in order, as one
+    sample's would."""
+    rows, n = index.shape
+    flat = (index + bins * np.arange(rows)[:, None]).ravel()
+
+    def sums(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(flat, weights=weights.ravel(), minlength=rows * bins).reshape(rows, bins)
+
+    gap = np.abs(sums(correct) - sums(confidence))
+    return np.asarray(gap.sum(axis=1) / n)
 
 
 def brier(probs: Sequence[np.ndarray], target: np.ndarray) -> float:
@@ -197,9 +231,13 @@ def _delta_ci(
     bc, bk = base.confidence, base.correct
     cc, ck = cand.confidence, cand.correct
     deltas = np.empty(RESAMPLES)
-    for i in range(RESAMPLES):
-        pick = rng.integers(0, n, n)
-        deltas[i] = ece(cc[pick], ck[pick], BINS, binning) - ece(bc[pick], bk[pick], BINS, binning)
+    # Blocks of resamples, a row each: `rng` draws them as it would one by one.
+    block = max(1, BLOCK // n)
+    for start in range(0, RESAMPLES, block):
+        pick = rng.integers(0, n, (min(block, RESAMPLES - start), n))
+        cand_ece = _ece_rows(_resampled_bins(cc, pick, BINS, binning), cc[pick], ck[pick], BINS)
+        base_ece = _ece_rows(_resampled_bins(bc, pick, BINS, binning), bc[pick], bk[pick], BINS)
+        deltas[start : start + len(pick)] = cand_ece - base_ece
     low, high = np.percentile(deltas, [2.5, 97.5])
     return float(low), float(high)
 

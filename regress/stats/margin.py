@@ -80,11 +80,12 @@ def _pvalue_at(
 ) -> tuple[float, float]:
     """The exact p-value and the discordance whose tail it is.
 
-    With a `level`, a p-value that the grid of discordances already puts at or above it is
-    returned unrefined: a lower bound of the p-value, which is all a decision at that level
-    needs (the test keeps H0), and spares the refinement. A `decision` also skips it where
-    an upper bound of the p-value is below the level (the test rejects); its p-value is then
-    the grid's, below the level too, and its discordance not the sup's.
+    With a `level`, a p-value that the grid of discordances, or a step of the refinement,
+    already puts at or above it is returned as found: a lower bound of the p-value, which is
+    all a decision at that level needs (the test keeps H0), and spares the (rest of the)
+    refinement; its discordance is then not the sup's. A `decision` also skips the
+    refinement where an upper bound of the p-value is below the level (the test rejects);
+    its p-value is then the grid's, below the level too, and its discordance not the sup's.
     """
     observed = float(_statistic(np.asarray(float(b)), np.asarray(float(c)), n, margin, side))
     window = _window(b + c, n)
@@ -281,10 +282,13 @@ def rejection_edges(
             edge = _first_edge(total, beyond, rejects)
         elif beyond:
             edge = min(max(edge, 0), total + 1)
+            held = edge
             while edge <= total and not rejects(edge, total):
                 edge += 1
-            while edge > 0 and rejects(edge - 1, total):
-                edge -= 1
+            # A walk up has just seen edge - 1 kept: only an edge that held can move down.
+            if edge == held:
+                while edge > 0 and rejects(edge - 1, total):
+                    edge -= 1
         else:
             edge = min(edge + 1, total)
             while edge >= 0 and not rejects(edge, total):
@@ -400,61 +404,64 @@ def _inside(
 
 
 def _tail_ceiling(
-    edges: np.ndarray,
+    inside: tuple[np.ndarray, np.ndarray],
     m: np.ndarray,
     n: int,
-    margin: float,
-    side: Side,
     interval: tuple[float, float],
     log_choose: np.ndarray,
 ) -> float:
     """An upper bound of the tail over the discordances in `interval`: per m, the largest
     weight (the binomial in θ peaks at m / n) times the larger of the region's ends (its
-    probability is monotone in θ)."""
+    probability, `inside` at either end, is monotone in θ)."""
     left, right = interval
     weight = _m_weight(m, n, np.clip(m / n, left, right), log_choose)
-    inside = np.maximum(*(_inside(edges, m, margin, side, np.asarray(t)) for t in interval))
-    return float(np.sum(weight * inside))
+    return float(np.sum(weight * np.maximum(*inside)))
 
 
 COARSE = 4
 """A decision reads every COARSE-th discordance of the grid first: most p-values an edge
 search asks for lie far enough from its level for those, and bounds between them, to
 settle it."""
+COARSE_PICKS = np.unique(np.r_[np.arange(0, GRID, COARSE), GRID - 1])
+"""The grid's indices a decision reads first."""
 
 
 def _coarse_decision(
-    edges: np.ndarray,
+    tails: np.ndarray,
+    inside: np.ndarray,
+    points: np.ndarray,
     m: np.ndarray,
     n: int,
-    margin: float,
-    side: Side,
-    grid: np.ndarray,
     log_choose: np.ndarray,
     level: float,
 ) -> tuple[float, float] | None:
-    """The largest tail at every COARSE-th grid discordance and its discordance when they
-    settle a decision at `level` as the whole grid and its refinement would, else None.
+    """The largest of the `tails` (at the COARSE_PICKS `points`, where the regions'
+    probabilities are `inside`) and its discordance when they settle a decision at `level`
+    as the whole grid and its refinement would, else None.
 
     The whole grid's largest tail is at least theirs, so one at the level keeps H0; and
     between two of them the tail is below the `_tail_ceiling` of that interval, so
     ceilings all below the level (1e-9: rounding's room) reject it.
     """
-    picks = np.unique(np.r_[np.arange(0, GRID, COARSE), GRID - 1])
-    points = grid[picks][:, None]
-    inside = _inside(edges, m, margin, side, points)
-    tails = np.sum(_m_weight(m, n, points, log_choose) * inside, axis=1)
     best = int(np.argmax(tails))
-    read = float(tails[best]), float(points[best, 0])
+    read = float(tails[best]), float(points[best])
     if GAMMA + read[0] >= level:
         return read
-    peaks = np.clip(m / n, points[:-1], points[1:])
+    peaks = np.clip(m / n, points[:-1, None], points[1:, None])
     ceilings = np.sum(
         _m_weight(m, n, peaks, log_choose) * np.maximum(inside[:-1], inside[1:]), axis=1
     )
     if GAMMA + float(np.max(ceilings)) * (1 + 1e-9) < level:
         return read
     return None
+
+
+class _Kept(Exception):
+    """The refinement reached a tail that puts the p-value at its level."""
+
+    def __init__(self, tail: float, theta: float) -> None:
+        super().__init__(tail, theta)
+        self.tail, self.theta = tail, theta
 
 
 def _largest_tail(
@@ -467,7 +474,7 @@ def _largest_tail(
     decision: bool = False,
 ) -> tuple[float, float]:
     """sup over the boundary's discordances inside `window` of P(statistic >= observed), and
-    the discordance that reaches it; only the grid's largest when that puts the p-value at
+    the discordance that reaches it; only the first tail found that puts the p-value at
     `level` or above, or (a `decision`, which needs no discordance) when an upper bound of
     the sup puts it below (`_pvalue_at`)."""
     if observed == -math.inf:
@@ -485,26 +492,51 @@ def _largest_tail(
     if lowest >= highest:
         return float(tail_at(np.array([lowest]))[0]), lowest
     grid = np.linspace(lowest, highest, GRID)
+    # The grid's tails and regions' probabilities, each discordance read once: a decision's
+    # coarse reading is part of the whole grid's.
+    tails, inside = np.empty(GRID), np.empty((GRID, m.size))
+
+    def read(rows: np.ndarray) -> None:
+        points = grid[rows][:, None]
+        inside[rows] = _inside(edges, m, margin, side, points)
+        tails[rows] = np.sum(_m_weight(m, n, points, log_choose) * inside[rows], axis=1)
+
     if decision:
-        settled = _coarse_decision(edges, m, n, margin, side, grid, log_choose, level)
+        read(COARSE_PICKS)
+        settled = _coarse_decision(
+            tails[COARSE_PICKS], inside[COARSE_PICKS], grid[COARSE_PICKS], m, n, log_choose, level
+        )
         if settled is not None:
             return settled
-    tails = tail_at(grid)
+        read(np.setdiff1d(np.arange(GRID), COARSE_PICKS))
+    else:
+        read(np.arange(GRID))
     best = int(np.argmax(tails))
     if GAMMA + float(tails[best]) >= level:
         return float(tails[best]), float(grid[best])
-    left, right = grid[max(best - 1, 0)], grid[min(best + 1, GRID - 1)]
+    around = max(best - 1, 0), min(best + 1, GRID - 1)
+    left, right = grid[around[0]], grid[around[1]]
     if decision:
         # The refinement can only find a tail up to the ceiling (1e-9: rounding's room).
-        ceiling = _tail_ceiling(edges, m, n, margin, side, (left, right), log_choose)
+        ceiling = _tail_ceiling(
+            (inside[around[0]], inside[around[1]]), m, n, (left, right), log_choose
+        )
         if GAMMA + ceiling * (1 + 1e-9) < level:
             return float(tails[best]), float(grid[best])
-    refined = optimize.minimize_scalar(
-        lambda t: -float(tail_at(np.array([t]))[0]),
-        bounds=(left, right),
-        method="bounded",
-        options={"xatol": 1e-7},
-    )
+
+    def objective(theta: float) -> float:
+        tail = float(tail_at(np.array([theta]))[0])
+        if GAMMA + tail >= level:
+            # The refinement's result is its largest tail, so this one already keeps H0.
+            raise _Kept(tail, theta)
+        return -tail
+
+    try:
+        refined = optimize.minimize_scalar(
+            objective, bounds=(left, right), method="bounded", options={"xatol": 1e-7}
+        )
+    except _Kept as kept:
+        return kept.tail, kept.theta
     if tails[best] >= -refined.fun:
         return float(tails[best]), float(grid[best])
     return float(-refined.fun), float(refined.x)

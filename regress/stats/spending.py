@@ -63,6 +63,9 @@ the tail's own, spending more than its share). The tail's boundary never spends 
 only matters for the repeated p-value of a tiny p."""
 NEVER = 40.0
 """A boundary this far out is never crossed: a look with (all but) no alpha left to spend."""
+NEAR = 2.0
+"""The median-unbiased drift is searched first within this many SDs of the naive one: the
+stopping bias it removes is far smaller, so the search rarely needs its wide bracket."""
 MAX_LOOKS = 20
 """The most looks a design may have. Group-sequential designs use a handful; each look costs
 a grid recursion at every alpha a repeated p-value tries, so 100,000 looks never finished."""
@@ -249,6 +252,7 @@ def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: 
     """
     c = boundaries(alpha, design.looks, design.spending)
 
+    @functools.cache  # the bracket's ends are read before the search reads them again
     def beyond(theta: float) -> float:
         # Upward: crossing the upper boundary earlier, or reaching this look at z or above.
         total, before = 0.0, None
@@ -262,7 +266,10 @@ def median_unbiased_drift(design: SequentialDesign, alpha: float, look: int, z: 
 
     # The drift whose statistic sits at z is z / sqrt(t), so the root lies within a few SDs
     # of it: a fixed bracket missed it for a 50-point drop (z of 35 and more at a first look).
+    # A bracket of NEAR around it holds it almost always (the stopping bias is far smaller)
+    # and takes a third fewer steps.
     centre = z / math.sqrt(design.looks[look])
-    return float(
-        optimize.brentq(beyond, min(-60.0, centre - 60.0), max(60.0, centre + 60.0), xtol=1e-8)
-    )
+    low, high = centre - NEAR, centre + NEAR
+    if beyond(low) > 0 or beyond(high) < 0:
+        low, high = min(-60.0, centre - 60.0), max(60.0, centre + 60.0)
+    return float(optimize.brentq(beyond, low, high, xtol=1e-8))
