@@ -349,8 +349,15 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
     each m's region is one run of b values; a vectorised bisection finds all edges at once.
     """
     threshold = observed - TIE * max(1.0, abs(observed)) if math.isfinite(observed) else observed
-    # Bisect on j in [0, m + 1], the count of b values outside the region: b = j (BEYOND) or
+    # Find j in [0, m + 1], the count of b values outside the region: b = j (BEYOND) or
     # b = m - j (WITHIN) is the first one inside; m + 1 means none is.
+    if n <= TABLE_N:
+        statistic = _statistic_table(n, float(margin), side)[m]
+        # Past j = m there is no outcome: counted inside, so each row reads outside, then in.
+        inside = (statistic >= threshold) | (np.arange(n + 2) > m[:, None])
+        if np.all(inside[:, 1:] >= inside[:, :-1]):
+            first = np.asarray(np.argmax(inside, axis=1))
+            return first if side is Side.BEYOND else m - first
     low, high = np.zeros(m.size, dtype=np.int64), m + 1
     while np.any(low < high):
         middle = (low + high) // 2
@@ -362,6 +369,24 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
         high = np.where(active & inside, middle, high)
         low = np.where(active & ~inside, middle + 1, low)
     return low if side is Side.BEYOND else m - low
+
+
+TABLE_N = 300
+"""Up to this n, `_edges` reads the statistic of every outcome from one table per margin and
+side (cached: an edge search, a bound or a selftest asks for many observed values at one
+margin) rather than bisecting each m."""
+
+
+@functools.lru_cache(maxsize=32)
+def _statistic_table(n: int, margin: float, side: Side) -> np.ndarray:
+    """The statistic of every outcome, row m, column j: b = j (BEYOND) or b = m - j (WITHIN),
+    as `_edges` counts; -inf where j > m (no outcome)."""
+    m, j = np.tril_indices(n + 1)
+    b = j if side is Side.BEYOND else m - j
+    table = np.full((n + 1, n + 2), -np.inf)
+    table[m, j] = _statistic(b.astype(float), (m - b).astype(float), n, margin, side)
+    table.flags.writeable = False
+    return table
 
 
 def _tails(
