@@ -346,7 +346,8 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
     """Per m, the edge of the outcomes at least as extreme as `observed`.
 
     For fixed m the statistic is monotone in b (rising for BEYOND, falling for WITHIN), so
-    each m's region is one run of b values; a vectorised bisection finds all edges at once.
+    each m's region is one run of b values; a vectorised bisection finds all edges at once
+    (up to TABLE_N, the first b inside of each row of the cached table of the statistic).
     """
     threshold = observed - TIE * max(1.0, abs(observed)) if math.isfinite(observed) else observed
     # Find j in [0, m + 1], the count of b values outside the region: b = j (BEYOND) or
