@@ -145,15 +145,12 @@ def verdicts(
     """REGRESSION, INCONCLUSIVE and PASS masks of single accuracy units with counts (b, c) of
     n, as `regress.gate.compare` judges them (one unit: nothing to correct)."""
     b, c = np.asarray(b), np.asarray(c)
-    m = b + c
-    low, high = int(m.min()), int(m.max())
-    beyond = _edges(n, Side.BEYOND, low, high)[m - low]
-    within = _edges(n, Side.WITHIN, low, high)[m - low]
+    regressed = regressions(b, c, n, rule)
     change_p = np.asarray(mcnemar_pvalue(b, c, Test.MIDP))
-    rule_p = np.where(b >= beyond, 0.0, 1.0) if rule is Rule.MARGIN else change_p
-    regressed = regression(rule, ALPHA, rule_p, (b - c) / n, MAX_DROP)
     if pass_requires is PassRequires.EVIDENCE:
-        undecided = ~regressed & (b > within)
+        m = b + c
+        low, high = int(m.min()), int(m.max())
+        undecided = ~regressed & (b > _edges(n, Side.WITHIN, low, high)[m - low])
     else:
         # The 95% Tango interval reaches beyond max_drop exactly when the score statistic at
         # Δ = -max_drop is below z(0.975); only "beyond or not" matters here.
@@ -161,6 +158,19 @@ def verdicts(
         upper = np.where(reaches, 1.0, 0.0)
         undecided = inconclusive(regressed, ALPHA, change_p, upper, MAX_DROP)
     return regressed, undecided, ~regressed & ~undecided
+
+
+def regressions(b: np.ndarray, c: np.ndarray, n: int, rule: Rule) -> np.ndarray:
+    """The REGRESSION mask of single accuracy units with counts (b, c) of n, as `verdicts`
+    (and `regress.gate.compare`) judge them, without the PASS test's rejection region."""
+    b, c = np.asarray(b), np.asarray(c)
+    if rule is Rule.MARGIN:
+        m = b + c
+        low, high = int(m.min()), int(m.max())
+        rule_p = np.where(b >= _edges(n, Side.BEYOND, low, high)[m - low], 0.0, 1.0)
+    else:
+        rule_p = np.asarray(mcnemar_pvalue(b, c, Test.MIDP))
+    return np.asarray(regression(rule, ALPHA, rule_p, (b - c) / n, MAX_DROP))
 
 
 def verdict_table(
