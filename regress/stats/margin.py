@@ -347,13 +347,14 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
 
     For fixed m the statistic is monotone in b (rising for BEYOND, falling for WITHIN), so
     each m's region is one run of b values; a vectorised bisection finds all edges at once
-    (up to TABLE_N, the first b inside of each row of the cached table of the statistic).
+    (or, from a margin's second ask, the first b inside each row of its table: `_table`).
     """
     threshold = observed - TIE * max(1.0, abs(observed)) if math.isfinite(observed) else observed
     # Find j in [0, m + 1], the count of b values outside the region: b = j (BEYOND) or
     # b = m - j (WITHIN) is the first one inside; m + 1 means none is.
-    if n <= TABLE_N:
-        statistic = _statistic_table(n, float(margin), side)[m]
+    table = _table(n, float(margin), side)
+    if table is not None:
+        statistic = table[m]
         # Past j = m there is no outcome: counted inside, so each row reads outside, then in.
         inside = (statistic >= threshold) | (np.arange(n + 2) > m[:, None])
         if np.all(inside[:, 1:] >= inside[:, :-1]):
@@ -372,13 +373,30 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
     return low if side is Side.BEYOND else m - low
 
 
-TABLE_N = 300
+TABLE_N = 500
 """Up to this n, `_edges` reads the statistic of every outcome from one table per margin and
-side (cached: an edge search, a bound or a selftest asks for many observed values at one
-margin) rather than bisecting each m."""
+side, cached, once that margin is asked for again (an edge search or a selftest asks for many
+observed values at one margin; a bound's bisection, for one at each), rather than bisecting
+each m: a table costs a few bisections."""
+ASKED = 256
+"""The (n, margin, side) last asked for that `_edges` remembers, to table the second ask."""
+_asked: dict[tuple[int, float, Side], None] = {}
 
 
-@functools.lru_cache(maxsize=32)
+def _table(n: int, margin: float, side: Side) -> np.ndarray | None:
+    """The statistic's table for an (n, margin, side) asked for before, up to TABLE_N."""
+    if n > TABLE_N:
+        return None
+    key = (n, margin, side)
+    if key in _asked:
+        return _statistic_table(n, margin, side)
+    _asked[key] = None
+    if len(_asked) > ASKED:
+        del _asked[next(iter(_asked))]
+    return None
+
+
+@functools.lru_cache(maxsize=16)
 def _statistic_table(n: int, margin: float, side: Side) -> np.ndarray:
     """The statistic of every outcome, row m, column j: b = j (BEYOND) or b = m - j (WITHIN),
     as `_edges` counts; -inf where j > m (no outcome)."""
