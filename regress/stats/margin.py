@@ -347,7 +347,7 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
 
     For fixed m the statistic is monotone in b (rising for BEYOND, falling for WITHIN), so
     each m's region is one run of b values; a vectorised bisection finds all edges at once
-    (or, from a margin's second ask, the first b inside each row of its table: `_table`).
+    (or, for a margin asked for often, the first b inside each row of its table: `_table`).
     """
     threshold = observed - TIE * max(1.0, abs(observed)) if math.isfinite(observed) else observed
     # Find j in [0, m + 1], the count of b values outside the region: b = j (BEYOND) or
@@ -375,28 +375,38 @@ def _edges(observed: float, n: int, margin: float, side: Side, m: np.ndarray) ->
 
 TABLE_N = 500
 """Up to this n, `_edges` reads the statistic of every outcome from one table per margin and
-side, cached, once that margin is asked for again (an edge search or a selftest asks for many
-observed values at one margin; a bound's bisection, for one at each), rather than bisecting
-each m: a table costs a few bisections."""
-ASKED = 256
-"""The (n, margin, side) last asked for that `_edges` remembers, to table the second ask."""
-_asked: dict[tuple[int, float, Side], None] = {}
+side, once that margin has been asked for TABLE_ASKS times since its table was last kept (an
+edge search or a selftest asks for many observed values at one margin; a bound's bisection,
+for one at each), rather than bisecting each m."""
+TABLE_ASKS = 16
+"""A table of n = 300-500 costs about as much as 5-15 bisections."""
+TABLES = 16
+"""Tables kept (2 MB each at n = 500); the oldest goes first, and its margin counts anew."""
+_asked: dict[tuple[int, float, Side], int] = {}
+_tables: dict[tuple[int, float, Side], np.ndarray] = {}
 
 
 def _table(n: int, margin: float, side: Side) -> np.ndarray | None:
-    """The statistic's table for an (n, margin, side) asked for before, up to TABLE_N."""
+    """The statistic's table for an (n, margin, side) asked for often, up to TABLE_N."""
     if n > TABLE_N:
         return None
     key = (n, margin, side)
-    if key in _asked:
-        return _statistic_table(n, margin, side)
-    _asked[key] = None
-    if len(_asked) > ASKED:
-        del _asked[next(iter(_asked))]
-    return None
+    kept = _tables.get(key)
+    if kept is not None:
+        return kept
+    _asked[key] = _asked.get(key, 0) + 1
+    if _asked[key] < TABLE_ASKS:
+        if len(_asked) > 64 * TABLES:
+            del _asked[next(iter(_asked))]
+        return None
+    if len(_tables) >= TABLES:
+        oldest = next(iter(_tables))
+        del _tables[oldest]
+        _asked.pop(oldest, None)
+    _tables[key] = table = _statistic_table(n, margin, side)
+    return table
 
 
-@functools.lru_cache(maxsize=16)
 def _statistic_table(n: int, margin: float, side: Side) -> np.ndarray:
     """The statistic of every outcome, row m, column j: b = j (BEYOND) or b = m - j (WITHIN),
     as `_edges` counts; -inf where j > m (no outcome)."""
