@@ -35,8 +35,8 @@ float32 weights: measured at most 6.5e-5 nats (mean 1.6e-5) over arc_easy's firs
 questions, 399 choices (experiments/vllm_parity.py, docs/results/vllm.md); 8x that for other
 CPUs' kernels. A misaligned echo or another dtype is off by far more (bfloat16: see there)."""
 GATED = 6
-"""ARC-Easy questions the float32 baseline and the bfloat16 candidate answer: bfloat16 runs on
-torch's plain matmul on CPUs without AVX512-BF16, about a second a request on one core."""
+"""ARC-Easy questions the float32 baseline and the bfloat16 candidate answer: bfloat16 on a CPU
+without AVX-512 BF16 answers about 0.16 questions a second (docs/results/vllm.md)."""
 SERVER_FLAGS = (
     "--max-model-len", "2048",
     "--max-num-seqs", "16",
