@@ -256,8 +256,9 @@ shoulder an… | C. Humerus | B. Radius | C. Humerus | ❌ broke |
 | arc_easy | 17 | – | 0 | – (timeout) | 0 | ❌ broke |
 | arc_easy | 9 | – | a \\| b | c | c | ✅ fixed |
 
-_Broke / fixed: examples the baseline got right and the candidate wrong, and the reverse. pts: \
-accuracy points. Limit: the policy's max_drop. Every term: docs/gate.md, "Glossary"._
+_Broke / fixed: examples the baseline got right and the candidate wrong, and the reverse; in a \
+score unit, examples whose score fell and rose. pts: accuracy points (a score unit's: points of \
+its mean score). Limit: the policy's max_drop. Every term: docs/gate.md, "Glossary"._
 
 <details><summary>Statistics: bounds, p-values, detectable drops (MDE), how the answers moved \
 (KL), calibration (ECE, Brier)</summary>

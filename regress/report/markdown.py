@@ -167,7 +167,7 @@ def _above_the_fold(comparison: Comparison, flips: int, docs: _Docs) -> tuple[st
             _plain_table(comparison.units),
             _plain_notes(comparison),
             _top_flips(comparison, flips),
-            _glossary(docs),
+            _glossary(docs, comparison.units),
         ]
         text = "\n\n".join(p for p in parts if p)
         if flips == 0 or text.count("\n") + 2 <= FOLD_LINES:
@@ -558,10 +558,16 @@ def _looks(comparison: Comparison) -> str:
     )
 
 
-def _glossary(docs: _Docs) -> str:
+def _glossary(docs: _Docs, units: Sequence[UnitResult]) -> str:
+    # A score unit (a mean score, p_gold) counts and measures something other than answers.
+    score = any(u.kind is UnitKind.SCORE for u in units)
     return (
         "_Broke / fixed: examples the baseline got right and the candidate wrong, and the "
-        "reverse. pts: accuracy points. Limit: the policy's max_drop. Every term: "
+        "reverse"
+        + ("; in a score unit, examples whose score fell and rose" if score else "")
+        + ". pts: accuracy points"
+        + (" (a score unit's: points of its mean score)" if score else "")
+        + f". Limit: the policy's max_drop. Every term: "
         f"{docs.cite('gate.md', GLOSSARY_ANCHOR, 'Glossary')}._"
     )
 
