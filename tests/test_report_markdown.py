@@ -382,6 +382,9 @@ def test_pass_headline_and_no_failures():
     )
     assert "No failed example and no truncated prompt on either side." in text
     assert "### Answers that changed" not in text and "### Notes" not in text
+    # A baseline made from tasks alone names no suite, and the report shows none.
+    unnamed = render_markdown(dataclasses.replace(passing, suite=""))
+    assert "vs baseline **q4_1**: 1 passed (" in unnamed and "suite" not in unnamed.split("\n")[2]
 
 
 def many_flips(count):

@@ -195,9 +195,11 @@ def _headline(comparison: Comparison) -> str:
     if golden:
         counts.insert(0, f"golden set {', '.join(golden)} failed")
     paired = sum(u.n for u in comparison.units)
+    # A baseline made from tasks alone (no suite file) has no suite name to show.
+    suite = f", suite `{comparison.suite}`" if comparison.suite else ""
     summary = (
-        f"**{_name(comparison.candidate)}** vs baseline **{_name(comparison.baseline)}**, suite "
-        f"`{comparison.suite}`: {', '.join(counts) or 'no gated unit'} ({paired:,} paired "
+        f"**{_name(comparison.candidate)}** vs baseline **{_name(comparison.baseline)}**{suite}: "
+        f"{', '.join(counts) or 'no gated unit'} ({paired:,} paired "
         f"examples). Exit code {int(comparison.exit_code)}.{_aa_words(comparison)}"
     )
     return f"{_first_line(comparison)}\n\n{summary}"
