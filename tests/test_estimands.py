@@ -14,6 +14,7 @@ from test_compare import info, record, run
 
 from regress.core.errors import BadInput
 from regress.core.records import Status
+from regress.gate.betting_order import betting_order
 from regress.gate.compare import compare, judge
 from regress.gate.divergence import KL_CAP
 from regress.gate.outcomes import gold_probability
@@ -271,12 +272,21 @@ def test_bound_and_verdict_agree_for_both_estimands_over_a_seeded_sweep(range_, 
                 assert test.pvalue(bound - outward * step, side) >= level, (x.size, side)
 
 
+def _betting(by_doc: np.ndarray) -> np.ndarray:
+    """An `arc` unit's per-example values, given in doc order, in the order the betting
+    tests take them (regress.gate.betting_order)."""
+    return by_doc[betting_order([f"arc/{i}/arc-{i}" for i in range(len(by_doc))])]
+
+
 def _gold_runs(drops: np.ndarray):
-    """Runs whose gold choices' probabilities drop by `drops`, in doc order, no answer
-    flipping: the baseline gives the gold choice 0.9 of a two-choice softmax."""
+    """Runs whose gold choices' probabilities drop by `drops`, in the order the betting tests
+    take them, no answer flipping: the baseline gives the gold choice 0.9 of a two-choice
+    softmax."""
     gold = np.log(0.9 / 0.1)
     base = [[float(gold), 0.0] for _ in drops]
-    theirs = 0.9 - drops
+    by_doc = np.empty_like(drops)
+    by_doc[betting_order([f"arc/{i}/arc-{i}" for i in range(len(drops))])] = drops
+    theirs = 0.9 - by_doc
     cand = [[float(np.log(p / (1 - p))), 0.0] for p in theirs]
     return _runs(base, cand)
 
@@ -305,7 +315,8 @@ def test_p_gold_verdicts_follow_the_bounds_a_hair_either_side_of_them(early):
     b, c = _gold_runs(drops)
     [unit] = compare(b, c, P_GOLD).units
     pairs = zip(b.records["arc"], c.records["arc"], strict=True)
-    test = BoundedDrop(np.array([gold_probability(x) - gold_probability(y) for x, y in pairs]))
+    by_doc = np.array([gold_probability(x) - gold_probability(y) for x, y in pairs])
+    test = BoundedDrop(_betting(by_doc))
     at_least = test.bound(unit.bounds.at_least_level, Side.BEYOND)
     at_most = test.bound(unit.bounds.at_most_level, Side.WITHIN)
     assert (unit.bounds.at_least, unit.bounds.at_most) == (at_least, at_most)
@@ -317,9 +328,9 @@ def test_p_gold_verdicts_follow_the_bounds_a_hair_either_side_of_them(early):
 
 
 def _divergences(base, cand) -> np.ndarray:
-    """Each example's choice divergence, by the oracle, in doc order."""
+    """Each example's choice divergence, by the oracle, in the order the test takes them."""
     pairs = zip(base.records["arc"], cand.records["arc"], strict=True)
-    return np.array([_kl(x.scores["loglik"], y.scores["loglik"]) for x, y in pairs])
+    return _betting(np.array([_kl(x.scores["loglik"], y.scores["loglik"]) for x, y in pairs]))
 
 
 @pytest.mark.parametrize("early", [False, True])
@@ -361,3 +372,55 @@ def test_a_sequential_look_reads_the_divergence_by_its_repeated_pvalues():
         )
         assert moved.at_least == at_least
         assert (moved.verdict is Verdict.REGRESSION) is (at_least > 0.015)
+
+
+def _blocked_gold_runs(seed: int, n: int = 200):
+    """A p_gold unit of two tasks stored one after the other: every example of `a` loses 8
+    points of its gold choice's probability and every one of `b` gains 8 (each give or take
+    1) of the baseline's 70%, so the unit's mean moves by about 0 and no answer flips: a
+    REGRESSION beyond 2 points is a false alarm."""
+    rng = np.random.default_rng(seed)
+    drops = {"a": 0.08 + rng.normal(0, 0.01, n), "b": -0.08 + rng.normal(0, 0.01, n)}
+    base_records, cand_records = {}, {}
+    for task, moved in drops.items():
+        base_records[task] = [_chose(task, i, [float(np.log(0.7 / 0.3)), 0.0]) for i in range(n)]
+        cand_records[task] = [
+            _chose(task, i, [float(np.log(p / (1 - p))), 0.0]) for i, p in enumerate(0.7 - moved)
+        ]
+    infos = [info("a", "mix"), info("b", "mix")]
+    return run("base", base_records, infos), run("cand", cand_records, infos), drops
+
+
+def test_a_unit_stored_task_by_task_is_bet_on_in_an_order_the_examples_fix():
+    """Bet on in the stored order, the first task's examples, all moved one way, carry the
+    wealth past 1/alpha though the unit's mean did not move: a false REGRESSION in every one
+    of 20 seeded runs. The gate bets on them in the order their names hash to (gate/
+    betting_order.py), which interleaves the tasks: no false alarm in any of the 20."""
+    policy = Policy(units={"mix": UnitPolicy(estimand=Estimand.P_GOLD, max_drop=0.02)})
+    stored = gated = 0
+    for seed in range(20):
+        b, c, drops = _blocked_gold_runs(seed)
+        as_stored = BoundedDrop(np.concatenate([drops["a"], drops["b"]]))
+        stored += as_stored.pvalue(0.02, Side.BEYOND) < ALPHA
+        [unit] = compare(b, c, policy).units
+        assert abs(unit.delta) < 0.01
+        gated += unit.verdict is Verdict.REGRESSION
+    assert (stored, gated) == (20, 0)
+
+
+def test_the_betting_tests_give_the_same_answer_whatever_order_the_records_are_stored_in():
+    """p_gold and max_kl on a group unit whose records are stored in doc order, reversed and
+    shuffled: the same p-values and bounds, since the examples fix the order bet in."""
+    b, c, _ = _blocked_gold_runs(0, 60)
+    policy = Policy(units={"mix": UnitPolicy(estimand=Estimand.P_GOLD, max_drop=0.02, max_kl=0.01)})
+    seen = set()
+    for shuffle in (
+        lambda r: r,
+        lambda r: r[::-1],
+        lambda r: list(np.random.default_rng(3).permutation(r)),
+    ):
+        stored = {task: shuffle(records) for task, records in b.records.items()}
+        result = compare(run("base", stored, list(b.manifest.tasks.values())), c, policy)
+        [unit], [moved] = result.units, result.divergence
+        seen.add((unit.pvalue, unit.pass_pvalue, unit.bounds, moved.fail_pvalue, moved.at_most))
+    assert len(seen) == 1

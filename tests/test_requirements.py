@@ -115,6 +115,24 @@ def test_refusal_rate_counts_each_generations_refusals():
         assert result.fail_pvalue == pytest.approx(_binomial_tail(3, 300, bound, upper=True))
 
 
+def test_a_rate_gate_bets_on_its_examples_in_an_order_they_fix():
+    """A refusal share of 5 samples per example (a betting test), every refusal in the first
+    20 examples stored: in doc order or reversed, the same p-values and interval, since the
+    examples fix the order bet in (regress/gate/betting_order.py)."""
+    records = [
+        _record(i, ["refusal"] * 2 + ["answered"] * 3 if i < 20 else ["answered"] * 5, [1] * 5)
+        for i in range(200)
+    ]
+    gate = Requirement(Metric.REFUSAL_RATE, 0.02, "gsm8k")
+    seen = set()
+    for stored in (records, records[::-1]):
+        side = _run("cand", stored, "pass@1")
+        [result] = compare(side, side, Policy(gates=(gate,), min_examples=1)).requirements
+        assert result.value == pytest.approx(0.04)
+        seen.add((result.fail_pvalue, result.pass_pvalue, result.ci))
+    assert len(seen) == 1
+
+
 def test_gates_join_the_one_alpha_of_the_gate():
     """A unit's margin test and a decision gate's failing test are one Holm family: the gate's
     adjusted p is what statsmodels' Holm gives for the two raw p-values together. The met

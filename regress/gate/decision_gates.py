@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from regress.core.judgements import Judged, Mode
+from regress.gate.betting_order import betting_order, record_key
 from regress.gate.failure_rates import refusal_share
 from regress.gate.format_pool import SUFFIX as POOLED
 from regress.gate.judged import JudgedSummary, candidate_scores
@@ -83,6 +84,7 @@ def _requirement(requirement: Requirement, context: Context) -> RequirementResul
     names = [requirement.unit] if requirement.unit else gated
     refusals = requirement.metric is Metric.REFUSAL_RATE
     values: list[float] = []
+    keys: list[str] = []
     generated = False
     for name in names:
         members = units[name]
@@ -98,9 +100,11 @@ def _requirement(requirement: Requirement, context: Context) -> RequirementResul
                 values.append(
                     refusal_share(record) if refusals else outcome_value(record, metric, binary)
                 )
+                keys.append(record_key(record))
     if refusals and not generated:
         return measure(requirement, None, "its examples are not generations: nothing to refuse")
-    return measure(requirement, values, "")
+    # Rates and scores are tested by betting: in the order the examples fix.
+    return measure(requirement, [values[i] for i in betting_order(keys)], "")
 
 
 def _quality(
@@ -120,6 +124,6 @@ def _quality(
     for name in names:
         if not graded[name].decides:
             return measure(requirement, None, f"the judge gave every answer of {name} one score")
-    return measure(
-        requirement, candidate_scores([j for j in judged.judgements if j.unit in names]), ""
-    )
+    graded_judgements = [j for j in judged.judgements if j.unit in names]
+    order = betting_order([f"{j.task}/{j.doc_id}/{j.turn}" for j in graded_judgements])
+    return measure(requirement, candidate_scores([graded_judgements[i] for i in order]), "")

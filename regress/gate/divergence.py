@@ -25,6 +25,7 @@ import numpy as np
 
 from regress.core.errors import BadInput
 from regress.core.records import Record
+from regress.gate.betting_order import betting_order, record_key
 from regress.gate.outcomes import UnitKind, unit_kind
 from regress.gate.policy import Policy
 from regress.gate.rule import Context, Corrected, TwoSided
@@ -115,12 +116,10 @@ def measure(context: Context) -> Divergence:
                 f"unit {name}: max_kl must be below {KL_CAP:g} nat, the most one example's "
                 "divergence counts"
             )
-        uncapped = [
-            _divergence(base, cand)
-            for task in members
-            for base, cand in context.pairs[task.name]
-            if base.ok
-        ]
+        # A betting test: the examples in the order they fix (gate/betting_order.py).
+        tested = [pair for task in members for pair in context.pairs[task.name] if pair[0].ok]
+        order = betting_order([record_key(base) for base, _ in tested])
+        uncapped = [_divergence(*tested[i]) for i in order]
         # Rounding leaves an unchanged example's divergence a hair below 0.
         capped = np.clip(np.asarray(uncapped, dtype=float), 0.0, KL_CAP)
         failing, met = divergence_test(capped, unit_policy.max_kl)

@@ -44,6 +44,7 @@ from regress.core.judgements import Outcome
 from regress.core.manifest import TaskInfo
 from regress.core.proxy_design import ProxyDesign
 from regress.core.records import Record, Status
+from regress.gate.betting_order import betting_order, record_key
 from regress.gate.judged import JudgedSummary
 from regress.gate.outcomes import (
     UnitKind,
@@ -180,8 +181,11 @@ def _measure_outcomes(
     ours, theirs = np.asarray(all_before), np.asarray(all_after)
     n, b, c = len(ours), int(np.sum(theirs < ours)), int(np.sum(theirs > ours))
     k = k if unit_policy.gate else 1
-    stats, test = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k, p_gold)
     unit_pairs = [pair for task in tasks for pair in pairs[task.name]]
+    if p_gold:  # tested by betting: in the order the examples fix (gate/betting_order.py)
+        order = betting_order([record_key(base) for base, _ in unit_pairs])
+        ours, theirs = ours[order], theirs[order]
+    stats, test = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k, p_gold)
     kl, agreement = _choice_shift(unit_pairs)
     candidate_failures = failure_counts([cand for _, cand in unit_pairs])
     unit = UnitResult(
