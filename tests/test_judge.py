@@ -613,9 +613,8 @@ def test_a_quality_gate_tests_the_candidates_mean_grade(judge_server) -> None:
     """`gates: quality: {min: ...}` with the rubric grader: its value and tests are the
     betting tests of the candidate's own grades in the judgements, on the 1-10 range of every
     grading scale (the oracle: regress.stats on them, in the order their names hash to); a
-    bound under the grades is shown met,
-    one over them shown failing; a pairwise judge, or a grader that gives every answer one
-    score, leaves it not evaluated."""
+    bound under the grades is shown met, one over them shown failing; a pairwise judge, or a
+    grader that gives every answer one score, leaves it not evaluated."""
     from regress.gate.betting_order import betting_order
     from regress.stats import Direction, bounded_mean_pvalue
 
