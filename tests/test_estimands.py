@@ -22,7 +22,14 @@ from regress.gate.pairing import pair
 from regress.gate.policy import Estimand, Policy, UnitPolicy, load_policy
 from regress.gate.results import UnitKind, Verdict
 from regress.report.markdown import render_markdown
-from regress.stats import BoundedDrop, Direction, SequentialDesign, Side, bounded_mean_pvalue
+from regress.stats import (
+    BoundedDrop,
+    Direction,
+    SequentialDesign,
+    Side,
+    betting_n,
+    bounded_mean_pvalue,
+)
 from regress.stats.bounded_mean import TOLERANCE
 
 ALPHA = 0.05
@@ -94,6 +101,19 @@ def test_an_unchanged_candidate_passes_on_p_gold():
     cand = [[x + float(rng.normal(0, 0.02)) for x in ll] for ll in base]
     [unit] = compare(*_runs(base, cand), P_GOLD).units
     assert unit.verdict is Verdict.PASS and unit.bounds.at_most < 0.02
+
+
+def test_an_identical_candidate_too_few_to_pass_is_told_the_betting_tests_own_n():
+    """100 examples whose gold probabilities did not move cannot be shown within a 2-point
+    p_gold margin: the betting test's stakes set a floor of about 210. The n to PASS is that
+    test's own plan (regress.stats.betting_n), where the normal approximation of a spread of
+    0 said 2."""
+    base = [[0.0, -1.0, -2.0] for _ in range(100)]
+    [unit] = compare(*_runs(base, base), P_GOLD).units
+    assert unit.verdict is Verdict.INCONCLUSIVE and unit.delta == 0
+    floor = betting_n(np.zeros(100), 0.0, 0.02, Direction.BELOW, ALPHA, 0.8, -1.0, 1.0)
+    assert unit.n_to_pass == floor and floor > 200
+    assert bounded_mean_pvalue(np.zeros(floor), 0.02, "below", -1.0, 1.0) < ALPHA
 
 
 def test_p_gold_refuses_a_unit_that_is_not_multiple_choice():

@@ -68,6 +68,7 @@ from regress.gate.verdict import worst
 from regress.stats import (
     CI_ALPHA,
     BoundedDrop,
+    Direction,
     DropTest,
     NormalShift,
     PairedCounts,
@@ -78,6 +79,7 @@ from regress.stats import (
     StudentizedShift,
     accuracy_mde,
     accuracy_n,
+    betting_n,
     bootstrap_t,
     bounded_mean_interval,
     choice_kl,
@@ -251,8 +253,8 @@ def _outcome_stats(
 
     `k` is the number of gated units the MDE and the n to detect a drop share alpha with
     (Bonferroni); the n to PASS does not, as each unit's PASS test runs at the full alpha.
-    `bounded` tests the scores by betting (p_gold) instead of the bootstrap-t; its plans stay
-    the normal approximation's, which the betting test needs somewhat more examples to meet.
+    `bounded` tests the scores by betting (p_gold) instead of the bootstrap-t, and plans the
+    n to decide by resampling that test (its MDE stays the normal approximation's).
     """
     n, (b, c) = len(ours), flipped
     threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
@@ -271,15 +273,18 @@ def _outcome_stats(
         needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
         to_pass = pass_n(discordance, threshold, pass_alpha, policy.power)
     elif bounded:
-        test = BoundedDrop(ours - theirs)
-        delta = float(np.mean(theirs - ours))
+        drops = ours - theirs
+        test = BoundedDrop(drops)
+        delta = float(np.mean(-drops))
         change_p = test.pvalue(0.0, Side.BEYOND)
-        ci = bounded_mean_interval(theirs - ours, 1 - CI_ALPHA, -1.0, 1.0)
-        se = float(np.std(theirs - ours, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+        ci = bounded_mean_interval(-drops, 1 - CI_ALPHA, -1.0, 1.0)
+        se = float(np.std(drops, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
         mde = shift_mde(se, threshold, rule, alpha, policy.power)
-        sd = se * math.sqrt(n)
-        needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
-        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, pass_alpha, policy.power)
+        # The n to decide is the betting test's own, by resampling these drops moved to the
+        # planned drop (or to none): a normal plan misses the floor its capped stakes set.
+        beyond = threshold if rule is Rule.MARGIN else 0.0
+        needed = betting_n(drops, plan_drop, beyond, Direction.ABOVE, alpha, policy.power, -1, 1)
+        to_pass = betting_n(drops, 0.0, threshold, Direction.BELOW, pass_alpha, policy.power, -1, 1)
     else:
         mean = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
         change_p, delta, ci = mean.pvalue, mean.delta, mean.ci

@@ -7,7 +7,8 @@ arrays, importing nothing else of regress, so any wing may use them.
 - `margin`: the exact unconditional margin test in both directions, its confidence bounds.
 - `drops`: one interface over the drop tests of every unit kind.
 - `decision`: the verdict rules (REGRESSION, INCONCLUSIVE, PASS) for one unit or arrays of them.
-- `bounded_mean`: the betting test of a mean of values in a known range, and its interval.
+- `bounded_mean`: the betting test of a mean of values in a known range, its interval and
+  the n it needs.
 - `power`: power, minimum detectable effects, the n that decides.
 - `recovery`: the exact operating characteristics of the recovery test.
 - `spending`: group-sequential designs (alpha spending, boundaries, repeated p-values).
@@ -22,6 +23,7 @@ Other wings import from this package only (tests/test_layout.py keeps them to it
 
 from regress.stats.bounded_mean import (
     Direction,
+    betting_n,
     bounded_mean_interval,
     bounded_mean_pvalue,
 )
@@ -248,6 +250,7 @@ __all__ = [
     "accuracy_n",
     "accuracy_power",
     "adjust_pvalues",
+    "betting_n",
     "bisect_bound",
     "bootstrap_t",
     "boundaries",
