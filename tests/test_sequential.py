@@ -274,6 +274,22 @@ def test_selftest_simulates_the_sequential_gate_of_each_unit():
         selftest_baseline(main, replace(options, policy=Policy(rule=Rule.CHANGE)))
 
 
+@pytest.mark.parametrize("spending", list(SPENDING))
+def test_selftest_names_the_spending_it_simulated(spending, tmp_path):
+    """The sequential table's title names the design's own spending (it once said
+    O'Brien-Fleming whatever the design)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"sequential: {{spending: {spending}}}\n")
+    store = Path(__file__).resolve().parents[1] / "baselines"
+    result = CliRunner().invoke(
+        cli, ["selftest", "--baseline", "main", "--store", str(store), "--sequential", "--runs",
+              "100", "--inject-drop", "0.02", "--policy", str(policy)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"looks at 20%/50%/100%, {SPENDING[spending]} spending" in text
+
+
 def test_a_sequential_check_warns_when_no_unit_can_be_expected_to_stop_early():
     """On the proxy suite every unit of 200-300 examples ran to its last look and the looks
     cost more than the fixed gate (docs/results/sequential-gate.md): check says so first, and

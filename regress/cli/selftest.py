@@ -32,7 +32,7 @@ from regress.proxy.selftest import (
     UnitSelftest,
     selftest_baseline,
 )
-from regress.stats import SEED, SequentialDesign
+from regress.stats import SEED, SPENDING, SequentialDesign
 
 
 def _drops(_: click.Context, __: click.Parameter, text: str | None) -> tuple[float, ...]:
@@ -183,8 +183,9 @@ def _show_sequential(
 ) -> None:
     looks = "/".join(f"{t:.0%}" for t in design.looks)
     table = Table(
-        title=f"{unit.name} under the sequential gate: looks at {looks}, O'Brien-Fleming "
-        "spending, flips placed flat, alpha split over the gated units"
+        title=f"{unit.name} under the sequential gate: looks at {looks}, "
+        f"{SPENDING[design.spending]} spending, flips placed flat, alpha split over the gated "
+        "units"
     )
     columns = ["true drop", "REGRESSION seq / fixed", "PASS seq / fixed", "expected n"]
     if measured is not None:
