@@ -15,7 +15,7 @@ from test_compare import info, record, run
 
 from regress.core.errors import BadInput
 from regress.core.records import Status
-from regress.gate.betting_order import betting_order
+from regress.gate.betting_order import betting_order, record_key
 from regress.gate.compare import compare, judge
 from regress.gate.divergence import KL_CAP
 from regress.gate.outcomes import gold_probability
@@ -293,10 +293,15 @@ def test_bound_and_verdict_agree_for_both_estimands_over_a_seeded_sweep(range_, 
                 assert test.pvalue(bound - outward * step, side) >= level, (x.size, side)
 
 
+def _arc_order(n: int) -> np.ndarray:
+    """The doc_ids of an `arc` unit of n examples in the order the betting tests take them
+    (regress.gate.betting_order)."""
+    return betting_order([record_key(record("arc", i, 1)) for i in range(n)])
+
+
 def _betting(by_doc: np.ndarray) -> np.ndarray:
-    """An `arc` unit's per-example values, given in doc order, in the order the betting
-    tests take them (regress.gate.betting_order)."""
-    return by_doc[betting_order([f"arc/{i}/arc-{i}" for i in range(len(by_doc))])]
+    """An `arc` unit's per-example values, given in doc order, in the betting tests' order."""
+    return by_doc[_arc_order(len(by_doc))]
 
 
 def _gold_runs(drops: np.ndarray):
@@ -306,7 +311,7 @@ def _gold_runs(drops: np.ndarray):
     gold = np.log(0.9 / 0.1)
     base = [[float(gold), 0.0] for _ in drops]
     by_doc = np.empty_like(drops)
-    by_doc[betting_order([f"arc/{i}/arc-{i}" for i in range(len(drops))])] = drops
+    by_doc[_arc_order(len(drops))] = drops
     theirs = 0.9 - by_doc
     cand = [[float(np.log(p / (1 - p))), 0.0] for p in theirs]
     return _runs(base, cand)

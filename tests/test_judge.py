@@ -615,7 +615,7 @@ def test_a_quality_gate_tests_the_candidates_mean_grade(judge_server) -> None:
     grading scale (the oracle: regress.stats on them, in the order their names hash to); a
     bound under the grades is shown met, one over them shown failing; a pairwise judge, or a
     grader that gives every answer one score, leaves it not evaluated."""
-    from regress.gate.betting_order import betting_order
+    from regress.gate.betting_order import betting_order, judgement_key
     from regress.stats import Direction, bounded_mean_pvalue
 
     url, _ = judge_server
@@ -624,7 +624,7 @@ def test_a_quality_gate_tests_the_candidates_mean_grade(judge_server) -> None:
     for bound, verdict, code in ((3.0, Verdict.PASS, 0), (4.5, Verdict.REGRESSION, 1)):
         gated = replace(policy, gates=(Requirement(Metric.QUALITY, bound),))
         result = check(base, cand, CheckOptions(policy=gated))
-        order = betting_order([f"{j.task}/{j.doc_id}/{j.turn}" for j in result.judgements])
+        order = betting_order([judgement_key(j) for j in result.judgements])
         grades = [float(result.judgements[i].verdicts[1]) for i in order]
         assert sorted(set(grades)) == [3.0, 4.0]  # 4 of 5 with a "+", else 3
         (gate,) = result.comparison.requirements

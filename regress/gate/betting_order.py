@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from regress.core.judgements import Judgement
 from regress.core.records import Record
 
 
@@ -33,3 +34,9 @@ def betting_order(keys: Sequence[str]) -> np.ndarray:
 def record_key(record: Record) -> str:
     """An example's name for `betting_order`: its task, doc_id and document hash."""
     return f"{record.task}/{record.doc_id}/{record.doc_hash}"
+
+
+def judgement_key(judgement: Judgement) -> str:
+    """A judged example's name for `betting_order`: its task, doc_id and turn (None: the
+    whole example)."""
+    return f"{judgement.task}/{judgement.doc_id}/{judgement.turn}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from regress.core.judgements import Judged, Mode
-from regress.gate.betting_order import betting_order, record_key
+from regress.gate.betting_order import betting_order, judgement_key, record_key
 from regress.gate.failure_rates import refusal_share
 from regress.gate.format_pool import SUFFIX as POOLED
 from regress.gate.judged import JudgedSummary, candidate_scores
@@ -125,5 +125,5 @@ def _quality(
         if not graded[name].decides:
             return measure(requirement, None, f"the judge gave every answer of {name} one score")
     graded_judgements = [j for j in judged.judgements if j.unit in names]
-    order = betting_order([f"{j.task}/{j.doc_id}/{j.turn}" for j in graded_judgements])
+    order = betting_order([judgement_key(j) for j in graded_judgements])
     return measure(requirement, candidate_scores([graded_judgements[i] for i in order]), "")
