@@ -105,7 +105,7 @@ def _run_all(args: argparse.Namespace, rows: list[str], shapes: list[str]) -> tu
     reference = resolve_model_path(args.model)
     specs = tuple(
         TaskSpec(task, None, args.limit) for task in get_tasks(["arc_easy", "piqa"])
-    ) + tuple(TaskSpec(task, None, None) for task in get_tasks(["builtin"]))
+    ) + tuple(TaskSpec(task, None, 100) for task in get_tasks(["builtin"]))  # the default's 500
     cache = default_cache_dir()
     base = execute(RunPlan(specs, str(reference), name="base", source=source, cache_dir=cache)).run
     with tempfile.TemporaryDirectory(prefix="flip-profiles-") as scratch:

@@ -54,7 +54,7 @@ VIEWS = ("exec", "dev", "efficiency")
 SUITE = """\
 name: views
 tasks:
-  - builtin
+  - {task: builtin, limit: 100}   # the embedded default's 500
   - python_functions
   - json_extraction
 """

@@ -2,6 +2,7 @@
 (docs/gate.md#sequential-gate).
 
     .venv/bin/python experiments/sequential_expected_n.py
+    .venv/bin/python experiments/sequential_expected_n.py --pool
 
 For the default design (looks at 20/50/100%, obf-early spending), max_drop 2 points,
 alpha 0.05: the share of n an accuracy unit expects to use when the candidate changes
@@ -9,19 +10,32 @@ nothing, from the gate's exact tests at each look (regress.stats.stopping_law, w
 plan` and the `no_early_stop` warning now read) beside the normal approximation they read
 before (the margin test's z drift through the design's boundaries). Prints the markdown table
 docs/gate.md carries; tests/test_stats_stopping_law.py recomputes its n = 300 and 500 rows.
+
+With `--pool`, instead: the built-in suite's two sizes for an unchanged candidate, the fixed
+gate over the embedded default's 500 questions against the default design over the pool of
+2,000 (P(PASS), expected and median examples), the table docs/results/sequential-gate.md
+carries. Exact arithmetic: the same on every machine.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 from regress.stats import SequentialDesign, stopping, stopping_law
+from regress.stats.design_choice import used_quantile
 
 ALPHA = 0.05
 MAX_DROP = 0.02
 NS = (300, 500, 1000)
 FLIPS = (0.01, 0.03, 0.15)
 HEADER = "| n | flips | exact | normal approximation |\n| ---: | ---: | ---: | ---: |"
+POOL_FLIPS = (0.01, 0.02, 0.023, 0.05)
+"""2.3%: SmolLM2's Q8_0 on the built-in pool's first 1,000 questions."""
+POOL_HEADER = (
+    "| flips | fixed, 500: P(PASS) | pool of 2,000: P(PASS) | expected n | median n |\n"
+    "| ---: | ---: | ---: | ---: | ---: |"
+)
 
 
 def normal_fraction(design: SequentialDesign, n: int, discordance: float) -> float:
@@ -46,7 +60,22 @@ def row(n: int, discordance: float) -> str:
     )
 
 
+def pool_row(discordance: float) -> str:
+    """One markdown row: an unchanged candidate on 500 questions (fixed) and on the pool."""
+    fixed = stopping_law(500, 0.0, discordance, SequentialDesign(looks=(1.0,)), ALPHA, MAX_DROP)
+    pool = stopping_law(2000, 0.0, discordance, SequentialDesign(), ALPHA, MAX_DROP)
+    return (
+        f"| {discordance:.1%} | {fixed.passed:.3f} | {pool.passed:.3f} | "
+        f"{pool.expected_n:,.0f} | {used_quantile(pool, 0.5):,} |"
+    )
+
+
 def main() -> None:
+    if "--pool" in sys.argv[1:]:
+        print(POOL_HEADER)
+        for discordance in POOL_FLIPS:
+            print(pool_row(discordance))
+        return
     print(HEADER)
     for n in NS:
         for discordance in FLIPS:

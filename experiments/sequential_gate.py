@@ -7,7 +7,7 @@ each design asked (looks at 25/50/100% by default; `--spending`, the gate's defa
 unless told: the tables in docs/results/sequential-gate.md were measured with `--spending obf`,
 the default before issue 50). Prints a Markdown table and the CPU flags.
 
-    .venv/bin/python experiments/sequential_gate.py --tasks builtin \
+    .venv/bin/python experiments/sequential_gate.py --tasks builtin --limit 100 \
         --looks "0.25,0.5,1;0.25,0.5,0.75,1"
     .venv/bin/python experiments/sequential_gate.py --tasks mmlu --limit 20 --num-fewshot 0
     .venv/bin/python experiments/sequential_gate.py --suite suites/proxy.yaml

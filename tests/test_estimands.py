@@ -117,6 +117,25 @@ def test_an_identical_candidate_too_few_to_pass_is_told_the_betting_tests_own_n(
     assert bounded_mean_pvalue(np.zeros(floor), 0.02, "below", -1.0, 1.0) < ALPHA
 
 
+def test_a_sequential_look_plans_no_n_to_decide(monkeypatch):
+    """A sequential check states no n to decide (checks/sequential.py), so its looks do not
+    pay for the betting test's plan: the same p_gold unit judged fixed plans it, at a look
+    the plan is never run and the unit's verdict and p-values are the fixed one's, repeated."""
+    base = [[0.0, -1.0, -2.0] for _ in range(100)]
+    b, c = _runs(base, base)
+    paired = pair(b, c, False)
+    [fixed] = judge(b, c, paired, P_GOLD).units
+    assert fixed.n_to_pass is not None  # no drop seen: the plan is the n to PASS
+    planned = []
+    monkeypatch.setattr("regress.gate.units.betting_n", lambda *a: planned.append(a))
+    design = SequentialDesign()
+    policy = dataclasses.replace(P_GOLD, sequential=design)
+    [looked] = judge(b, c, paired, policy, look=0).units
+    assert planned == [] and looked.n_needed is None and looked.n_to_pass is None
+    assert looked.pass_pvalue == design.repeated_pvalue(fixed.pass_pvalue, 0)
+    assert looked.verdict is fixed.verdict is Verdict.INCONCLUSIVE
+
+
 def test_p_gold_refuses_a_unit_that_is_not_multiple_choice():
     records = [record("gen", i, None, metrics={"score": 0.5}) for i in range(5)]
     side = run("base", {"gen": records}, [info("gen", metric="score")])

@@ -146,5 +146,5 @@ def test_check_before_any_baseline_names_the_create_command(tmp_path: Path) -> N
     assert code == ExitCode.BAD_INPUT
     assert text == (
         f"regress: error: no baselines in {store} yet: make one first, e.g. regress baseline "
-        f"create --name main --model REFERENCE_MODEL --tasks builtin --store {store}\n"
+        f"create --name main --model REFERENCE_MODEL --tasks builtin --limit 100 --store {store}\n"
     )

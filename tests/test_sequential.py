@@ -204,7 +204,7 @@ def test_a_broken_candidate_stops_early_with_the_fixed_gate_verdict(tmp_path: Pa
     [task] = get_tasks(["builtin_arithmetic"])
     candidate = tmp_path / "tq1_0.gguf"
     quantize_file(smollm2_path, "TQ1_0", candidate)
-    plan = RunPlan((TaskSpec(task),), str(smollm2_path), "llama_cpp", {}, name="here")
+    plan = RunPlan((TaskSpec(task, limit=100),), str(smollm2_path), "llama_cpp", {}, name="here")
     store = Store(tmp_path / "store")
     store.save(execute(plan).run)
     baseline = store.load("here")

@@ -59,6 +59,21 @@ def test_plan_reads_the_exact_law_and_the_docs_table_is_it():
             assert experiment.row(n, flips) in page
 
 
+def test_the_built_in_pool_passes_what_its_first_500_leave_inconclusive():
+    """An unchanged candidate flipping 2% of answers (SmolLM2's Q8_0 flipped 2.3% of the
+    built-in pool's) is left INCONCLUSIVE by the fixed gate over the embedded default's 500
+    questions in about one check in eight, and PASSed by the default design over the pool of
+    2,000; results/sequential-gate.md's rows are what the experiment prints."""
+    experiment = _experiment()
+    fixed = stopping_law(500, 0.0, 0.02, SequentialDesign(looks=(1.0,)))
+    pool = stopping_law(2000, 0.0, 0.02, SequentialDesign())
+    assert 0.85 < fixed.passed < 0.9 and pool.passed > 0.999 and pool.expected_n < 1000
+    page = (ROOT / "docs" / "results" / "sequential-gate.md").read_text()
+    assert experiment.POOL_HEADER in page
+    for flips in (0.02, 0.023):
+        assert experiment.pool_row(flips) in page
+
+
 def test_a_drop_beyond_its_flips_is_refused():
     with pytest.raises(ValueError, match="discordance"):
         stopping_law(300, 0.05, 0.02, SequentialDesign())

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
+from regress.run.runner import suite_specs
+from regress.run.suite import load_suite
 from regress.tasks import DataSource, get_tasks
+from regress.tasks.base import doc_hash
 from regress.tasks.builtin import DAYS, MONTHS, UNITS, builtin_task, generate
+
+ROOT = Path(__file__).resolve().parents[1]
 
 KINDS = ["arithmetic", "comparison", "ordering", "dates", "units"]
 NO_DATA = DataSource()
@@ -20,15 +27,33 @@ def test_same_seed_same_documents_other_seed_other_documents(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_splits_hold_100_distinct_questions_and_never_share_one(kind: str) -> None:
-    test, train = generate(kind, "test", 0), generate(kind, "train", 0)
+@pytest.mark.parametrize("seed", [0, 7])
+def test_splits_hold_distinct_questions_and_never_share_one(kind: str, seed: int) -> None:
+    """A pool of 400 test questions and 100 train ones, none in both."""
+    test, train = generate(kind, "test", seed), generate(kind, "train", seed)
     questions = [d["question"] for d in test]
-    assert len(test) == len(train) == 100 == len(set(questions))
+    assert len(test) == 400 == len(set(questions)) and len(train) == 100
     assert not set(questions) & {d["question"] for d in train}
     for doc in test + train:
         assert len(set(doc["choices"])) == len(doc["choices"]) in (2, 4)
-    # The right answer is not parked at one position.
-    assert len({d["answer"] for d in test}) == (2 if kind == "comparison" else 4)
+    # The right answer is not parked at one position, in the first 100 or the rest.
+    for part in (test[:100], test[100:]):
+        assert len({d["answer"] for d in part}) == (2 if kind == "comparison" else 4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_first_100_are_the_embedded_defaults_questions(kind: str) -> None:
+    """The pool only adds questions: its first 100 per skill are the ones baselines/main was
+    made on, document for document, and suites/builtin.yaml takes exactly those."""
+    stored = (ROOT / "baselines" / "main" / "records" / f"builtin_{kind}.jsonl").read_text()
+    hashes = [json.loads(line)["doc_hash"] for line in stored.splitlines()]
+    assert hashes == [doc_hash(d) for d in generate(kind, "test", 0)[:100]]
+    assert generate(kind, "test", 0, 100) == generate(kind, "test", 0)[:100]
+    for suite, n in (("builtin.yaml", 100), ("builtin-pool.yaml", 400)):
+        [spec] = [
+            s for s in suite_specs(load_suite(ROOT / "suites" / suite)) if kind in s.task.name
+        ]
+        assert len(spec.task.examples(NO_DATA, limit=spec.limit)) == n
 
 
 def answer(doc: dict) -> str:
@@ -60,7 +85,7 @@ def test_ordering_and_dates_answers_are_correct() -> None:
         items = {"day": DAYS, "month": MONTHS}.get(kind)
         if items is None:
             letters = kind == "letter"
-            items = [chr(c) for c in range(65, 91)] if letters else [str(n) for n in range(1, 100)]
+            items = [chr(c) for c in range(65, 91)] if letters else [str(n) for n in range(1, 1000)]
         step = 1 if direction == "after" else -1
         assert answer(doc) == items[(items.index(item) + step) % len(items)]
     for doc in generate("dates", "test", 0):

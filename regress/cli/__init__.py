@@ -159,7 +159,7 @@ def cli(debug: bool) -> None:
 
     \b
     Typical loop:
-      regress baseline create --name main --model smollm2-135m --tasks builtin
+      regress baseline create --name main --model smollm2-135m --tasks builtin --limit 100
       regress check --baseline main --model candidate.gguf --report-md report.md
     Exit codes: 0 pass, 1 regression, 2 bad input, 3 the run itself failed.
     """

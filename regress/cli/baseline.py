@@ -127,7 +127,7 @@ def create(
 
     \b
     Example:
-      regress baseline create --name main --model smollm2-135m --tasks builtin
+      regress baseline create --name main --model smollm2-135m --tasks builtin --limit 100
     """
     validate_name(name)
     if shard and not save_run:

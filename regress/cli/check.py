@@ -393,7 +393,7 @@ def _stored_baseline(store: Store, name: str) -> Run:
         where = "" if store.root == Path("baselines") else f" --store {store.root}"
         raise BadInput(
             f"no baselines in {store.root} yet: make one first, e.g. regress baseline create "
-            f"--name {name} --model REFERENCE_MODEL --tasks builtin{where}"
+            f"--name {name} --model REFERENCE_MODEL --tasks builtin --limit 100{where}"
         )
     return store.load(name)
 

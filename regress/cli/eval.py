@@ -98,7 +98,7 @@ def eval_command(
 
     \b
     Examples:
-      regress eval -m smollm2-135m -t builtin
+      regress eval -m smollm2-135m -t builtin --limit 100
       regress eval -m smollm2-135m -t arc_easy,mmlu -k 5 --limit 100 \\
           --data-dir ../shared/data -o out/ --log-samples
     """

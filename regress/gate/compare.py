@@ -113,6 +113,7 @@ def judge(
         policy=policy,
         k=max(1, sum(p.gate for p in unit_policies.values()) + len(guarded)),
         design=design,
+        plans=look is None,
     )
     measured = units.measure(context, summaries)
     guard = creep.measure(context, since, guarded) if since is not None else Units((), ())

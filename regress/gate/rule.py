@@ -69,6 +69,9 @@ class Context:
     """Units the plans share alpha with: every gated unit and creep-guard unit."""
     design: ProxyDesign | None
     """The baseline's proxy design: its units estimate the parent suite's."""
+    plans: bool = True
+    """Whether units plan the n that would decide them: not at a sequential look, where the
+    check states none (a fixed design's n would invite a second test: checks/sequential.py)."""
 
 
 class GateRule(Protocol):

@@ -122,12 +122,14 @@ def measure_unit(
     unit_policy: UnitPolicy,
     k: int,
     design: ProxyDesign | None = None,
+    plans: bool = True,
 ) -> tuple[UnitResult, list[Flip], DropTest | None]:
     """A unit's measurements, flips and the test of its drop against any margin; `_judge`
     fills in its verdict and bounds afterwards (None: nothing paired to test).
 
     `k` is the number of gated units, which the MDE and the n that would decide are planned
-    for. With a proxy's `design`, the unit's figures estimate the parent suite's.
+    for. With a proxy's `design`, the unit's figures estimate the parent suite's. Without
+    `plans`, an accuracy or score unit plans no n to decide (`n_needed`, `n_to_pass` None).
     """
     kind = unit_kind(name, tasks, {t.name: [base for base, _ in pairs[t.name]] for t in tasks})
     if kind is UnitKind.PERPLEXITY:
@@ -136,7 +138,7 @@ def measure_unit(
         return unit, [], test
     if design is not None and unit_policy.estimand is Estimand.P_GOLD:
         raise BadInput(f"unit {name}: estimand p_gold needs a full baseline, not a proxy's")
-    unit, flips, test = _measure_outcomes(name, tasks, pairs, policy, unit_policy, kind, k)
+    unit, flips, test = _measure_outcomes(name, tasks, pairs, policy, unit_policy, kind, k, plans)
     if design is not None:
         unit, test = _as_proxy_estimate(unit, tasks, pairs, policy, unit_policy, k, design)
     return unit, flips, test
@@ -150,6 +152,7 @@ def _measure_outcomes(
     unit_policy: UnitPolicy,
     kind: UnitKind,
     k: int,
+    plans: bool,
 ) -> tuple[UnitResult, list[Flip], DropTest | None]:
     """Accuracy and score units: per-example outcomes paired, by task and for the unit."""
     p_gold = unit_policy.estimand is Estimand.P_GOLD
@@ -187,7 +190,9 @@ def _measure_outcomes(
     if p_gold:  # tested by betting: in the order the examples fix (gate/betting_order.py)
         order = betting_order([record_key(base) for base, _ in unit_pairs])
         ours, theirs = ours[order], theirs[order]
-    stats, test = _outcome_stats(ours, theirs, (b, c), binary, unit_policy, policy, k, p_gold)
+    stats, test = _outcome_stats(
+        ours, theirs, (b, c), binary, unit_policy, policy, k, p_gold, plans
+    )
     kl, agreement = _choice_shift(unit_pairs)
     candidate_failures = failure_counts([cand for _, cand in unit_pairs])
     unit = UnitResult(
@@ -247,6 +252,7 @@ def _outcome_stats(
     policy: Policy,
     k: int,
     bounded: bool = False,
+    plans: bool = True,
 ) -> tuple[_Tests, DropTest | None]:
     """Δ, its interval, the p-values, the MDE and the plans of an accuracy or score unit, and
     the test of its drop against any margin.
@@ -254,7 +260,8 @@ def _outcome_stats(
     `k` is the number of gated units the MDE and the n to detect a drop share alpha with
     (Bonferroni); the n to PASS does not, as each unit's PASS test runs at the full alpha.
     `bounded` tests the scores by betting (p_gold) instead of the bootstrap-t, and plans the
-    n to decide by resampling that test (its MDE stays the normal approximation's).
+    n to decide by resampling that test (its MDE stays the normal approximation's). Without
+    `plans` no n to decide is planned (the betting test's plan costs seconds).
     """
     n, (b, c) = len(ours), flipped
     threshold, rule = unit_policy.max_drop or 0.0, unit_policy.rule or policy.rule
@@ -264,14 +271,16 @@ def _outcome_stats(
     if not n:
         return _Tests(None, None, 1.0, 1.0, None, None, None, None, None), None
     test: DropTest
+    needed = to_pass = None
     if binary:
         discordance = (b + c) / n
         change_p = mcnemar_pvalue(b, c, policy.test)
         test = PairedCounts(b, c, n)
         delta, ci = (c - b) / n, paired_diff_ci(b, c, n, CI_ALPHA)
         mde = accuracy_mde(n, discordance, threshold, rule, alpha, policy.power)
-        needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
-        to_pass = pass_n(discordance, threshold, pass_alpha, policy.power)
+        if plans:
+            needed = accuracy_n(discordance, plan_drop, threshold, rule, alpha, policy.power)
+            to_pass = pass_n(discordance, threshold, pass_alpha, policy.power)
     elif bounded:
         drops = ours - theirs
         test = BoundedDrop(drops)
@@ -283,8 +292,10 @@ def _outcome_stats(
         # The n to decide is the betting test's own, by resampling these drops moved to the
         # planned drop (or to none): a normal plan misses the floor its capped stakes set.
         beyond = threshold if rule is Rule.MARGIN else 0.0
-        needed = betting_n(drops, plan_drop, beyond, Direction.ABOVE, alpha, policy.power, -1, 1)
-        to_pass = betting_n(drops, 0.0, threshold, Direction.BELOW, pass_alpha, policy.power, -1, 1)
+        if plans:
+            power = policy.power
+            needed = betting_n(drops, plan_drop, beyond, Direction.ABOVE, alpha, power, -1, 1)
+            to_pass = betting_n(drops, 0.0, threshold, Direction.BELOW, pass_alpha, power, -1, 1)
     else:
         mean = paired_mean_test(ours, theirs, margin=threshold, alpha=CI_ALPHA)
         change_p, delta, ci = mean.pvalue, mean.delta, mean.ci
@@ -292,8 +303,9 @@ def _outcome_stats(
         test = StudentizedShift(-mean.delta, mean.se, -bootstrap_t(theirs - ours))
         mde = shift_mde(mean.se, threshold, rule, alpha, policy.power)
         sd = mean.se * math.sqrt(n)
-        needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
-        to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, pass_alpha, policy.power)
+        if plans:
+            needed = shift_n(sd, plan_drop, threshold, rule, alpha, policy.power)
+            to_pass = shift_n(sd, 2 * threshold, threshold, Rule.MARGIN, pass_alpha, policy.power)
     margin_p = test.pvalue(threshold, Side.BEYOND)
     return _Tests(
         delta=delta,
@@ -590,6 +602,7 @@ def measure(context: Context, judged: Mapping[str, JudgedSummary]) -> Units:
             context.unit_policies[name],
             context.k,
             context.design,
+            context.plans,
         )
         units.append(_with_judge(unit, judged.get(name)))
         drops.append(test)
