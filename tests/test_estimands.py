@@ -396,6 +396,41 @@ def test_divergence_verdicts_follow_the_bounds_a_hair_either_side_of_them(early)
         assert gated.verdict is _verdict_by_bounds(max_kl, at_least, at_most), gated.reason
 
 
+def test_an_undecided_divergence_states_the_betting_tests_own_n_to_decide():
+    """An INCONCLUSIVE max_kl unit says how many examples a new check would need, planned by
+    resampling its own betting test (regress.stats.betting_n): within max_kl, to show a
+    candidate diverging like this one within it; above, to detect a mean of twice max_kl. A
+    sequential look states neither (its check never does)."""
+    b, c = _gold_runs(np.full(150, 0.03))  # every answer a little less sure: mean KL 0.004
+    result = compare(b, c, _kl_policy(0.02))
+    [moved] = result.divergence
+    divergences = _divergences(b, c)
+    floor = betting_n(divergences, divergences.mean(), 0.02, Direction.BELOW, ALPHA, 0.8, 0, 1)
+    assert moved.verdict is Verdict.INCONCLUSIVE and moved.n_needed is None
+    assert moved.n_to_pass == floor and floor > 150
+    said = f"a new sequential check over about {floor:,} or more examples"
+    assert said in moved.reason and "could show a candidate diverging like this one" in moved.reason
+    assert said in render_markdown(result).splitlines()[0]
+    assert result.to_dict()["divergence"][0]["n_to_pass"] == floor
+
+    # Five answers of sixty lose most of their confidence: a mean of 0.03, not shown above 0.02.
+    b, c = _gold_runs(np.r_[np.zeros(55), np.full(5, 0.4)])
+    policy = dataclasses.replace(_kl_policy(0.02), min_examples=20)
+    [moved] = compare(b, c, policy).divergence
+    divergences = _divergences(b, c)
+    needed = betting_n(divergences, 0.04, 0.02, Direction.ABOVE, ALPHA, 0.8, 0, 1)
+    assert moved.verdict is Verdict.INCONCLUSIVE and moved.mean_kl > 0.02
+    assert moved.n_needed == needed and needed > 60 and moved.n_to_pass is None
+    assert f"a new check over about {needed:,} examples would detect a mean KL of 0.04" in (
+        moved.reason
+    )
+
+    sequential = dataclasses.replace(policy, sequential=SequentialDesign())
+    [looked] = judge(b, c, pair(b, c, False), sequential, look=0).divergence
+    assert looked.verdict is Verdict.INCONCLUSIVE
+    assert looked.n_needed is None and looked.n_to_pass is None and "about" not in looked.reason
+
+
 def test_a_sequential_look_reads_the_divergence_by_its_repeated_pvalues():
     """At a look of a sequential check the rule's two p-values are their repeated p-values
     and its bounds are inverted at the look's nominal levels, so bound and verdict still

@@ -13,6 +13,11 @@ test of an unbounded mean cannot be (a few questions moving a lot would carry it
 therefore bounds the mean capped divergence; the report prints the uncapped mean beside it and
 how many examples reached the cap. A candidate that failed an example diverges by the cap
 there; an example the baseline failed has no distribution to diverge from and is left out.
+
+An INCONCLUSIVE unit of a fixed check states the n that would decide it, from the betting
+test's own plan (regress.stats.betting_n): with its mean within max_kl, the examples that would
+show a candidate diverging like this one within it; otherwise those that would show a mean of
+twice max_kl above it. A sequential check states none (checks/sequential.py).
 """
 
 from __future__ import annotations
@@ -29,13 +34,16 @@ from regress.gate.betting_order import betting_order, record_key
 from regress.gate.outcomes import UnitKind, unit_kind
 from regress.gate.policy import Policy
 from regress.gate.rule import Context, Corrected, TwoSided
-from regress.gate.verdict import Verdict
-from regress.stats import BoundedDrop, PassRequires, Side
+from regress.gate.verdict import TESTS_TWICE, Verdict, detect_words, rerun_words
+from regress.stats import BoundedDrop, Direction, PassRequires, Side, betting_n
 from regress.stats import kl_divergence_choices as choice_divergence
 
 KL_CAP = 1.0
 """Nats: an example whose choices moved further counts this much (a near-certain answer
 turned into a coin flip between two choices is about 0.7)."""
+PLAN_FACTOR = 2
+"""An INCONCLUSIVE unit above max_kl is planned for a mean of twice it, as accuracy's n to
+detect is for twice max_drop: a divergence worth catching, stated rather than observed."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,12 @@ class DivergenceResult:
     at_most: float | None = None
     """The mean capped KL is at most this, at `at_most_level` (the PASS test's level)."""
     at_most_level: float | None = None
+    n_needed: int | None = None
+    """INCONCLUSIVE with its mean at or above max_kl: the examples that would show a mean of
+    twice max_kl above it with the policy's power (None past the plan's largest size)."""
+    n_to_pass: int | None = None
+    """INCONCLUSIVE with its mean within max_kl: the examples that would show a candidate
+    diverging like this one within it with the policy's power, at the full alpha."""
     verdict: Verdict = Verdict.INCONCLUSIVE
     reason: str = ""
 
@@ -74,6 +88,11 @@ class Divergence(TwoSided[DivergenceResult]):
     samples: tuple[np.ndarray, ...] = ()
     """Each result's capped divergences in the order tested (its bounds invert the test on
     them); empty once only the verdicts are needed."""
+    plans: bool = True
+    """Whether an INCONCLUSIVE result states the n that would decide it (not at a sequential
+    look: regress.gate.rule.Context.plans)."""
+    k: int = 1
+    """Gated units the n to detect shares alpha with, as accuracy's does."""
 
     def settled(
         self, corrected: Sequence[Corrected], policy: Policy, nominal: Callable[[float], float]
@@ -93,7 +112,10 @@ class Divergence(TwoSided[DivergenceResult]):
                 at_most=_bound(self.samples[at], low, Side.WITHIN),
                 at_most_level=low,
             )
-            return _decided(result, policy)
+            result = _decided(result, policy)
+            if result.verdict is Verdict.INCONCLUSIVE and self.plans:
+                result = _planned(result, self.samples[at], policy, self.k)
+            return result
 
         return self.each_settled(corrected, settle)
 
@@ -136,7 +158,7 @@ def measure(context: Context) -> Divergence:
             )
         )
         samples.append(capped)
-    return Divergence(tuple(results), tuple(samples))
+    return Divergence(tuple(results), tuple(samples), context.plans, context.k)
 
 
 def divergence_test(capped: np.ndarray, max_kl: float) -> tuple[float, float]:
@@ -194,3 +216,28 @@ def _decided(result: DivergenceResult, policy: Policy) -> DivergenceResult:
         return replace(result, verdict=Verdict.PASS, reason=why)
     why = f"{shown}, may be as high as {result.at_most:.4f}: not shown within {limit}"
     return replace(result, verdict=Verdict.INCONCLUSIVE, reason=why)
+
+
+def _planned(
+    result: DivergenceResult, capped: np.ndarray, policy: Policy, k: int
+) -> DivergenceResult:
+    """An INCONCLUSIVE result with the n that would decide it, said in its reason."""
+    if capped.size == 0:
+        return result
+    if result.mean_kl < result.max_kl:
+        n = betting_n(
+            capped, result.mean_kl, result.max_kl, Direction.BELOW, policy.alpha, policy.power,
+            0.0, KL_CAP,
+        )  # fmt: skip
+        said = rerun_words(f"{n:,}", "a candidate diverging like this one") if n else ""
+        result = replace(result, n_to_pass=n)
+    else:
+        planned = min(PLAN_FACTOR * result.max_kl, KL_CAP)
+        n = betting_n(
+            capped, planned, result.max_kl, Direction.ABOVE, policy.alpha / k, policy.power,
+            0.0, KL_CAP,
+        )  # fmt: skip
+        detect = detect_words(f"{n:,}", f"mean KL of {planned:g}")
+        said = f"{detect}; {TESTS_TWICE}" if n else ""
+        result = replace(result, n_needed=n)
+    return replace(result, reason=f"{result.reason}; {said}") if said else result

@@ -11,6 +11,7 @@ from regress.core.judgements import Outcome
 from regress.core.records import Status
 from regress.gate.policy import Policy
 from regress.gate.results import DropBounds, UnitKind, UnitResult, Verdict
+from regress.gate.verdict import rerun_words
 from regress.stats import DropTest, PassRequires, Rule, Side, inconclusive, regression
 
 
@@ -142,25 +143,6 @@ def _not_shown(unit: UnitResult) -> str:
         f"{_change(unit)}: the {_noun(unit)} may be up to {reach}{level}, "
         f"not shown within {_limit(unit)}{needed}"
     )
-
-
-TESTS_TWICE = "rerunning this one on more would test twice"
-"""Why an undecided check's n names a new check: a superset of the same examples read again
-is a second test of the same question, at alpha each time (issue 50)."""
-
-
-def rerun_words(about: str) -> str:
-    """How an INCONCLUSIVE fixed check's unit could still be shown within its limit, `about`
-    the examples that would take: by a new sequential check, never by rerunning this one."""
-    return (
-        f"a new sequential check over about {about} or more examples "
-        f"(`regress check --sequential`) could show an unchanged model within it; {TESTS_TWICE}"
-    )
-
-
-def detect_words(about: str, effect: str) -> str:
-    """The n that would detect `effect` (a planned drop, in words), said as a new check's."""
-    return f"a new check over about {about} examples would detect a {effect}"
 
 
 def or_one(pvalue: float | None) -> float:

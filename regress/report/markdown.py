@@ -34,7 +34,7 @@ from regress.gate.results import (
     UnitResult,
     Verdict,
 )
-from regress.gate.unit_verdicts import TESTS_TWICE, detect_words, rerun_words
+from regress.gate.verdict import TESTS_TWICE, detect_words, rerun_words
 from regress.report.tables import markdown_table
 from regress.stats import SPENDING, PassRequires, Rule
 

@@ -27,6 +27,7 @@ N_DOCS = 400
 N_FIRST = 100
 """Test questions per skill from the original ranges: the embedded default."""
 N_TRAIN = 100
+"""Train questions per skill, the few-shot examples."""
 _MAX_TRIES = 50
 """Draws allowed per wanted question before giving up on finding distinct ones."""
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -139,7 +140,7 @@ def dates(rng: random.Random, wide: bool = False) -> Question:
 
 def units(rng: random.Random, wide: bool = False) -> Question:
     """ "How many centimeters are in 2 meters?" (or back), wrong answers using another unit's
-    factor or adding instead of multiplying."""
+    factor or adding instead of multiplying (`wide`: up to 60 of the larger unit)."""
     unit, smaller, factor = rng.choice(UNITS)
     others = sorted({f for _, _, f in UNITS} - {factor})
     q = rng.randint(2, 60 if wide else 12)
