@@ -425,6 +425,12 @@ def test_an_undecided_divergence_states_the_betting_tests_own_n_to_decide():
         moved.reason
     )
 
+    # Never fewer than min_examples, under which every check is INCONCLUSIVE.
+    b0, c0 = _gold_runs(np.zeros(50))
+    [unchanged] = compare(b0, c0, _kl_policy(0.5)).divergence
+    assert betting_n(np.zeros(50), 0.0, 0.5, Direction.BELOW, ALPHA, 0.8, 0, 1) < 100
+    assert unchanged.verdict is Verdict.INCONCLUSIVE and unchanged.n_to_pass == 100
+
     sequential = dataclasses.replace(policy, sequential=SequentialDesign())
     [looked] = judge(b, c, pair(b, c, False), sequential, look=0).divergence
     assert looked.verdict is Verdict.INCONCLUSIVE

@@ -224,20 +224,17 @@ def _planned(
     """An INCONCLUSIVE result with the n that would decide it, said in its reason."""
     if capped.size == 0:
         return result
-    if result.mean_kl < result.max_kl:
-        n = betting_n(
-            capped, result.mean_kl, result.max_kl, Direction.BELOW, policy.alpha, policy.power,
-            0.0, KL_CAP,
-        )  # fmt: skip
-        said = rerun_words(f"{n:,}", "a candidate diverging like this one") if n else ""
+    within = result.mean_kl < result.max_kl
+    planned = result.mean_kl if within else min(PLAN_FACTOR * result.max_kl, KL_CAP)
+    side, level = (Direction.BELOW, policy.alpha) if within else (Direction.ABOVE, policy.alpha / k)
+    n = betting_n(capped, planned, result.max_kl, side, level, policy.power, 0.0, KL_CAP)
+    if n is None:
+        return result
+    n = max(n, policy.min_examples)  # fewer could never decide
+    if within:
+        said = rerun_words(f"{n:,}", "a candidate diverging like this one")
         result = replace(result, n_to_pass=n)
     else:
-        planned = min(PLAN_FACTOR * result.max_kl, KL_CAP)
-        n = betting_n(
-            capped, planned, result.max_kl, Direction.ABOVE, policy.alpha / k, policy.power,
-            0.0, KL_CAP,
-        )  # fmt: skip
-        detect = detect_words(f"{n:,}", f"mean KL of {planned:g}")
-        said = f"{detect}; {TESTS_TWICE}" if n else ""
+        said = f"{detect_words(f'{n:,}', f'mean KL of {planned:g}')}; {TESTS_TWICE}"
         result = replace(result, n_needed=n)
-    return replace(result, reason=f"{result.reason}; {said}") if said else result
+    return replace(result, reason=f"{result.reason}; {said}")
